@@ -1,0 +1,35 @@
+// Backward kernel parameters: one by-value struct. The host mirror is BWD_PARAMS in
+// fa3lite/hopper_bwd.py; FA3LITE_BWD_PARAMS_OK (from the host) asserts the two layouts agree.
+#pragma once
+#include "../ptx/types.cuh"
+
+namespace fa3lite { namespace attn { namespace bwd {
+
+struct BwdParams {
+  TmaDesc q;              // (B, Sq, Hq, D) 5-D map, boxes of kBlockM rows x D
+  TmaDesc k;              // (B, Sk, Hk, D) boxes of kBlockN rows x D
+  TmaDesc v;
+  TmaDesc dout;           // like q
+  const float* lse_log2;  // (B, Hq, num_m_blocks * kBlockM): LSE * log2(e); +inf for masked/padded rows
+  const float* dpsum;     // same shape: rowsum(dO * O); 0 for padded rows
+  float* dq_accum;        // (B, Hq, num_m_blocks, kBlockM * D) f32, zeroed; fragment order (bwd_dq.cuh)
+  i32* dq_sem;            // (B, Hq, num_m_blocks), zeroed: deterministic-mode turn counters
+  void* dk;               // (B, Sk, Hq, D) contiguous: Element, or f32 when kDkvF32
+  void* dv;
+  i32 seqlen_q;
+  i32 seqlen_k;
+  i32 num_heads_q;
+  i32 head_group;         // Hq / Hk
+  i32 num_m_blocks;       // ceil(Sq / kBlockM)
+  i32 num_n_blocks;       // ceil(Sk / kBlockN)
+  i32 causal_offset;      // key j is visible to query i iff j <= i + causal_offset
+  i32 deterministic;      // nonzero: dQ contributions are added in key-block order
+  float scale_log2;       // softmax_scale * log2(e)
+  float softmax_scale;
+};
+
+#ifdef FA3LITE_BWD_PARAMS_OK
+static_assert(FA3LITE_BWD_PARAMS_OK, "host and device disagree on the BwdParams layout");
+#endif
+
+}}}  // namespace fa3lite::attn::bwd

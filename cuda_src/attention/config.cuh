@@ -1,0 +1,46 @@
+// Compile-time configuration of one kernel variant. The host (fa3lite/variants.py) passes these as
+// defines; every other file reads the constants below, never the macros.
+#pragma once
+#include "../ptx/types.cuh"
+
+#ifndef FA3LITE_HEAD_DIM
+#error "FA3LITE_HEAD_DIM must be defined by the host"
+#endif
+
+namespace fa3lite { namespace attn {
+
+#if FA3LITE_DTYPE_BF16
+using Element = bf16_t;
+#else
+using Element = f16_t;
+#endif
+
+constexpr int kHeadDim = FA3LITE_HEAD_DIM;
+constexpr int kBlockM = FA3LITE_BLOCK_M;     // query rows per CTA tile (64 per consumer warpgroup)
+constexpr int kBlockN = FA3LITE_BLOCK_N;     // key rows per pipeline stage
+constexpr int kStages = FA3LITE_STAGES;      // depth of the K/V ring
+constexpr bool kIsCausal = FA3LITE_CAUSAL != 0;
+
+constexpr int kWarpgroupThreads = 128;
+constexpr int kConsumerWarpgroups = kBlockM / 64;
+constexpr int kConsumerWarps = kConsumerWarpgroups * 4;
+constexpr int kThreads = kWarpgroupThreads * (1 + kConsumerWarpgroups);
+
+// Register split after setmaxnreg: the producer only issues TMA, the consumers hold S, P and O.
+constexpr int kProducerRegs = 24;
+constexpr int kConsumerRegs = kConsumerWarpgroups == 2 ? 240 : 160;
+
+constexpr int kElemBytes = 2;
+constexpr int kSwizzleCols = 64;                        // 16-bit elements in one 128-byte swizzle row
+constexpr int kColBlocks = kHeadDim / kSwizzleCols;     // 64-column blocks of a tile
+constexpr int kRowBytes = kSwizzleCols * kElemBytes;    // 128
+
+constexpr int kQTileBytes = kBlockM * kHeadDim * kElemBytes;
+constexpr int kKVTileBytes = kBlockN * kHeadDim * kElemBytes;
+
+static_assert(kHeadDim % kSwizzleCols == 0, "head dim must be a multiple of 64");
+static_assert(kBlockM == 64 * kConsumerWarpgroups && kConsumerWarpgroups <= 2, "one or two consumer warpgroups");
+static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "kBlockN is a wgmma N and a k16 multiple");
+static_assert(kHeadDim <= 256, "wgmma N (the P.V output width) is at most 256");
+
+}}  // namespace fa3lite::attn

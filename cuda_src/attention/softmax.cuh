@@ -1,0 +1,66 @@
+// Online softmax over key blocks, in the registers of the S accumulator.
+//
+// Scores are kept raw; the scale is folded into the exponent, so each probability costs one FFMA and
+// one MUFU.EX2: p = exp2(s * scale_log2 - max * scale_log2). The row max is reduced across the quad
+// every block (it is needed for the exponent); row sums stay per-thread partials, all rescaled by the
+// same factor, and are reduced once at the end. Rows that have seen only masked keys keep max = -inf;
+// the exponent's offset is then 0 instead of -inf, so no (-inf) - (-inf) = NaN can appear.
+#pragma once
+#include "../ptx/math.cuh"
+#include "fragment.cuh"
+#include "mask.cuh"
+
+namespace fa3lite { namespace attn {
+
+struct OnlineSoftmax {
+  float row_max[2];
+  float row_sum[2];
+
+  __device__ __forceinline__ void init() {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      row_max[h] = math::neg_inf();
+      row_sum[h] = 0.f;
+    }
+  }
+
+  // Turns S into P in place and returns the factors the O accumulator's rows must be scaled by.
+  template <int N>
+  __device__ __forceinline__ void update(float (&s)[N / 2], float scale_log2, float (&corr)[2]) {
+    float mx[2] = {row_max[0], row_max[1]};
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) mx[frag::half(i)] = fmaxf(mx[frag::half(i)], s[i]);
+    float offset[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      mx[h] = fmaxf(mx[h], math::shfl_xor(mx[h], 1));
+      mx[h] = fmaxf(mx[h], math::shfl_xor(mx[h], 2));
+      offset[h] = mx[h] == math::neg_inf() ? 0.f : mx[h] * scale_log2;
+      corr[h] = math::ex2(row_max[h] * scale_log2 - offset[h]);
+      row_max[h] = mx[h];
+      row_sum[h] *= corr[h];
+    }
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      s[i] = math::ex2(fmaf(s[i], scale_log2, -offset[frag::half(i)]));
+      row_sum[frag::half(i)] += s[i];
+    }
+  }
+
+  // Quad-reduces the row sums; gives 1/sum for O (0 for rows with no visible key) and the
+  // natural-log LSE (-inf for such rows).
+  __device__ __forceinline__ void finalize(float scale_log2, float (&inv)[2], float (&lse)[2]) {
+    constexpr float kLn2 = 0.6931471805599453f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = row_sum[h];
+      sum += math::shfl_xor(sum, 1);
+      sum += math::shfl_xor(sum, 2);
+      const bool empty = !(sum > 0.f);
+      inv[h] = empty ? 0.f : math::rcp(sum);
+      lse[h] = empty ? math::neg_inf() : (row_max[h] * scale_log2 + math::lg2(sum)) * kLn2;
+    }
+  }
+};
+
+}}  // namespace fa3lite::attn

@@ -1,0 +1,26 @@
+// Global-memory synchronisation between CTAs (the deterministic dQ semaphore). One PTX instruction
+// per function. Owner: backward kernel.
+#pragma once
+#include "types.cuh"
+
+namespace fa3lite { namespace gmem {
+
+// Read a flag with acquire semantics at GPU scope: later accesses of this thread see everything
+// the releasing thread published before its release.
+__device__ __forceinline__ i32 ld_acquire(const i32* p) {
+  i32 v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Atomically add to a flag with release semantics at GPU scope (publishes this thread's prior writes).
+__device__ __forceinline__ void red_release_add(i32* p, i32 v) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+
+// Order this thread's async-proxy global accesses (bulk copies/reductions) with its generic-proxy ones.
+__device__ __forceinline__ void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+
+}}  // namespace fa3lite::gmem

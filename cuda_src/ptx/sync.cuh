@@ -1,0 +1,68 @@
+// Thread-group synchronisation, fences and register reallocation. One PTX instruction per function.
+#pragma once
+#include "types.cuh"
+
+namespace fa3lite {
+
+// Shared-window offset of a generic pointer into shared memory (what every .shared operand takes).
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+namespace warp {
+
+// True in exactly one lane of a fully active warp: the lane that issues single-thread work (TMA).
+__device__ __forceinline__ bool elect_one() {
+  u32 pred;
+  asm volatile("{ .reg .pred p; elect.sync _|p, 0xffffffff;\n selp.u32 %0, 1, 0, p; }" : "=r"(pred));
+  return pred != 0;
+}
+
+}  // namespace warp
+
+namespace warpgroup {
+
+// Give registers back to the CTA pool (producer side). Immediate: multiple of 8 in [24, 256].
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(kRegs));
+}
+
+// Take registers from the CTA pool (consumer side); blocks until the pool can satisfy it.
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(kRegs));
+}
+
+}  // namespace warpgroup
+
+namespace named_barrier {
+
+// Wait until `nthreads` threads (a multiple of 32) reached barrier `id` (1..15; 0 is __syncthreads).
+__device__ __forceinline__ void sync(u32 id, u32 nthreads) {
+  asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(nthreads) : "memory");
+}
+
+// Count this warp towards barrier `id` without waiting.
+__device__ __forceinline__ void arrive(u32 id, u32 nthreads) {
+  asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(nthreads) : "memory");
+}
+
+}  // namespace named_barrier
+
+namespace fence {
+
+// Order this thread's generic-proxy shared-memory accesses before later async-proxy (TMA, wgmma)
+// accesses of the same memory: needed after st.shared/stmatrix of data TMA stores or wgmma reads.
+__device__ __forceinline__ void proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// Compiler-only barrier on one register: keeps the compiler from moving accesses of a wgmma
+// accumulator across the fence/commit/wait that protect it.
+__device__ __forceinline__ void reg(float& r) { asm volatile("" : "+f"(r) :: "memory"); }
+__device__ __forceinline__ void reg(u32& r) { asm volatile("" : "+r"(r) :: "memory"); }
+
+}  // namespace fence
+
+}  // namespace fa3lite

@@ -1,0 +1,62 @@
+"""Load cached cubins into the current device and launch them on torch's current stream."""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import threading
+
+from . import cache
+from .compile import KernelSpec
+from .driver import check, make_current
+
+_PARAM_ALIGN = 64  # TmaDesc members need 64-byte alignment in the copied parameter block
+
+
+@dataclasses.dataclass(frozen=True)
+class Loaded:
+    function: object   # CUfunction
+    smem_bytes: int
+
+
+_loaded: dict[tuple[KernelSpec, int, int], Loaded] = {}
+_modules: list[object] = []  # keep CUmodules alive for the life of the process
+_lock = threading.Lock()
+
+
+def load(spec: KernelSpec, device_index: int, smem_bytes: int) -> Loaded:
+    """The kernel of ``spec`` loaded on ``device_index`` with its dynamic shared memory limit raised."""
+    key = (spec, device_index, smem_bytes)
+    hit = _loaded.get(key)
+    if hit is not None:
+        return hit
+    from cuda.bindings import driver
+
+    compiled = cache.get(spec)
+    with _lock:
+        hit = _loaded.get(key)
+        if hit is not None:
+            return hit
+        make_current(device_index)
+        module = check(driver.cuModuleLoadData(compiled.cubin))
+        fn = check(driver.cuModuleGetFunction(module, spec.name.encode()))
+        check(driver.cuFuncSetAttribute(
+            fn, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes))
+        _modules.append(module)
+        loaded = Loaded(function=fn, smem_bytes=smem_bytes)
+        _loaded[key] = loaded
+        return loaded
+
+
+def launch(kernel: Loaded, grid: tuple[int, int, int], block: int, params: bytes,
+           device_index: int, stream_handle: int) -> None:
+    """Launch with one by-value struct parameter (``params``, packed by ParamStruct)."""
+    from cuda.bindings import driver
+
+    make_current(device_index)
+    raw = ctypes.create_string_buffer(len(params) + _PARAM_ALIGN)
+    base = (ctypes.addressof(raw) + _PARAM_ALIGN - 1) // _PARAM_ALIGN * _PARAM_ALIGN
+    ctypes.memmove(base, params, len(params))
+    argv = (ctypes.c_void_p * 1)(base)
+    check(driver.cuLaunchKernel(
+        kernel.function, grid[0], grid[1], grid[2], block, 1, 1, kernel.smem_bytes,
+        driver.CUstream(stream_handle), ctypes.addressof(argv), 0))

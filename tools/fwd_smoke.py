@@ -1,0 +1,81 @@
+"""Quick forward check on a GPU: a few shapes against an fp32 reference, then one timing.
+
+Used on the device while developing (debug build: deadlocks trap). Not part of the test suite.
+"""
+import math
+import sys
+import time
+
+import torch
+
+from fa3lite import hopper
+
+
+def ref(q, k, v, scale, causal, offset):
+    qf, kf, vf = q.float(), k.float(), v.float()
+    g = q.shape[2] // k.shape[2]
+    kf = kf.repeat_interleave(g, dim=2)
+    vf = vf.repeat_interleave(g, dim=2)
+    s = torch.einsum("bqhd,bkhd->bhqk", qf, kf) * scale
+    if causal:
+        i = torch.arange(q.shape[1], device=q.device)[:, None]
+        j = torch.arange(k.shape[1], device=q.device)[None, :]
+        s = s.masked_fill(j > i + offset, -math.inf)
+    lse = torch.logsumexp(s, -1)
+    p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
+    return torch.einsum("bhqk,bkhd->bqhd", p, vf), lse
+
+
+def check(B, Sq, Sk, Hq, Hk, D, dtype, causal):
+    q = torch.randn(B, Sq, Hq, D, device="cuda", dtype=dtype)
+    k = torch.randn(B, Sk, Hk, D, device="cuda", dtype=dtype)
+    v = torch.randn(B, Sk, Hk, D, device="cuda", dtype=dtype)
+    scale = D ** -0.5
+    off = Sk - Sq
+    out, lse = hopper.forward(q, k, v, scale, causal, off)
+    torch.cuda.synchronize()
+    r, rl = ref(q, k, v, scale, causal, off)
+    err = (out.float() - r).abs().max().item()
+    fin = torch.isfinite(rl)
+    lerr = (lse[fin] - rl[fin]).abs().max().item() if fin.any() else 0.0
+    lse_inf_ok = bool((lse[~fin] == -math.inf).all())
+    nan = torch.isnan(out).any().item()
+    ok = err < 2e-2 and lerr < 1e-2 and lse_inf_ok and not nan
+    print(f"{'OK ' if ok else 'BAD'} B={B} Sq={Sq} Sk={Sk} Hq={Hq} Hk={Hk} D={D} {dtype} causal={causal}: "
+          f"out err {err:.2e} lse err {lerr:.2e} inf_ok={lse_inf_ok} nan={nan}", flush=True)
+    return ok
+
+
+def bench(D, causal, S, dtype=torch.bfloat16):
+    H = 2048 // D
+    B = 16384 // S
+    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=dtype) for _ in range(3))
+    for _ in range(3):
+        hopper.forward(q, k, v, D ** -0.5, causal, 0)
+    torch.cuda.synchronize()
+    st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(10):
+        st.record()
+        hopper.forward(q, k, v, D ** -0.5, causal, 0)
+        en.record()
+        torch.cuda.synchronize()
+        times.append(st.elapsed_time(en))
+    ms = sorted(times)[len(times) // 2]
+    flops = 4 * B * H * S * S * D / (2 if causal else 1)
+    print(f"bench D={D} causal={causal} S={S}: {ms:.3f} ms {flops / ms / 1e9:.1f} TFLOP/s", flush=True)
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    ok = True
+    for D in (64, 128, 256):
+        for causal in (False, True):
+            for (Sq, Sk) in ((128, 128), (113, 203), (239, 1), (1, 239), (1024, 1023)):
+                ok &= check(2, Sq, Sk, 4, 2, D, torch.bfloat16, causal)
+    ok &= check(1, 300, 300, 2, 2, 128, torch.float16, True)
+    print("ALL OK" if ok else "FAILURES", flush=True)
+    if "--bench" in sys.argv:
+        for D in (64, 128, 256):
+            for causal in (False, True):
+                bench(D, causal, 4096)
