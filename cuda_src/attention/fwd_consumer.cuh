@@ -1,7 +1,13 @@
 // Consumer warpgroup: 64 query rows of the tile against every visible key block.
-// Per key block: wait K -> S = Q K^T -> release K -> mask -> online softmax -> rescale O ->
-// wait V -> O += P V -> release V. The two consumer warpgroups run this independently, so one's
-// softmax overlaps the other's tensor-core work.
+//
+// Software pipeline inside the warpgroup (FA3's intra-warpgroup overlap): while the tensor cores run
+// S(n) = Q K(n)^T and O += P(n+1) V(n+1), the warpgroup waits only for S(n) and does its softmax, so
+// the exp2 work of one block hides under the P.V GEMM of the previous one. Blocks go from the last
+// key block to the first (see the producer). Per iteration:
+//   issue S = Q K(n)^T; issue O += P V(prev); wait S -> release K(n) -> mask -> softmax(S) -> corr
+//   wait P.V -> release V(prev) -> O *= corr -> P = bf16(S)
+// O's rescale waits for the P.V in flight (it reads O), which is why corr is applied after it:
+// O_new = (O + P_prev V_prev) * corr, with P_prev taken against the max before block n.
 #pragma once
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/wgmma.cuh"
@@ -33,27 +39,44 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& 
   if (n_end > 0) {
     mbar::wait(sm.q_full(), 0);
     RingPos<kStages> pos;
-    for (int n = n_end - 1; n >= 0; --n) {
+    u32 pa[kBlockN / 16][4];
+    {  // first block: nothing to overlap with yet
+      const int n = n_end - 1;
       float s[kBlockN / 2];
       mbar::wait(sm.k_full(pos.stage), pos.phase);
       gemm_qk(s, q_wg, sm.k(pos.stage));
       wgmma::wait_group<0>();
       release(sm.k_empty(pos.stage), tid);
-
+      if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
+      float corr[2];
+      softmax.update<kBlockN>(s, p.scale_log2, corr);   // O is still zero: nothing to rescale
+      convert_p(s, pa);
+    }
+    RingPos<kStages> prev = pos;   // the stage whose V pairs with the P in `pa`
+    pos.advance();
+    for (int n = n_end - 2; n >= 0; --n) {
+      float s[kBlockN / 2];
+      mbar::wait(sm.k_full(pos.stage), pos.phase);
+      gemm_qk(s, q_wg, sm.k(pos.stage));
+      mbar::wait(sm.v_full(prev.stage), prev.phase);
+      gemm_pv(o, pa, sm.v(prev.stage));
+      wgmma::wait_group<1>();                 // S is ready; P.V may still run
+      release(sm.k_empty(pos.stage), tid);
       if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
       float corr[2];
       softmax.update<kBlockN>(s, p.scale_log2, corr);
+      wgmma::wait_group<0>();                 // P.V done: O and pa may be touched again
+      release(sm.v_empty(prev.stage), tid);
 #pragma unroll
       for (int i = 0; i < kHeadDim / 2; ++i) o[i] *= corr[frag::half(i)];
-      u32 pa[kBlockN / 16][4];
       convert_p(s, pa);
-
-      mbar::wait(sm.v_full(pos.stage), pos.phase);
-      gemm_pv(o, pa, sm.v(pos.stage));
-      wgmma::wait_group<0>();
-      release(sm.v_empty(pos.stage), tid);
+      prev = pos;
       pos.advance();
     }
+    mbar::wait(sm.v_full(prev.stage), prev.phase);
+    gemm_pv(o, pa, sm.v(prev.stage));
+    wgmma::wait_group<0>();
+    release(sm.v_empty(prev.stage), tid);
   }
   float inv[2], lse[2];
   softmax.finalize(p.scale_log2, inv, lse);

@@ -1,0 +1,110 @@
+"""kernel_info: what ptxas and the SASS say about a kernel variant, without a GPU."""
+from __future__ import annotations
+
+import collections
+import functools
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import tempfile
+
+from . import cache
+from .compile import KernelSpec
+
+_REGS = re.compile(r"Used (\d+) registers")
+_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+_STACK = re.compile(r"(\d+) bytes stack frame")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_OPCODE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
+
+
+@functools.cache
+def _tool(name: str) -> str | None:
+    """cuobjdump / nvdisasm from PATH or from the nvidia-cuda-* wheels (site-packages/nvidia/cu13/bin)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    try:
+        import nvidia  # namespace package of the CUDA wheels
+    except ImportError:
+        return None
+    for root in getattr(nvidia, "__path__", []):
+        for cand in pathlib.Path(root).glob(f"cu*/bin/{name}"):
+            if os.access(cand, os.X_OK):
+                return str(cand)
+    return None
+
+
+def sass_text(cubin: bytes) -> str:
+    """Disassembly of a cubin (needs cuobjdump and nvdisasm, e.g. from the test extras)."""
+    cuobjdump, nvdisasm = _tool("cuobjdump"), _tool("nvdisasm")
+    if not cuobjdump or not nvdisasm:
+        raise RuntimeError("cuobjdump/nvdisasm not found: pip install 'fa3lite[test]' "
+                           "(nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm)")
+    env = dict(os.environ, PATH=os.path.dirname(nvdisasm) + os.pathsep + os.environ.get("PATH", ""))
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        res = subprocess.run([cuobjdump, "--dump-sass", f.name], capture_output=True, text=True, env=env,
+                             check=True)
+    return res.stdout
+
+
+def opcode_counts(sass: str) -> dict[str, int]:
+    """Opcode (with modifiers, e.g. 'HGMMA.64x128x16.F32.BF16') -> count; also the bare opcode."""
+    counts: collections.Counter[str] = collections.Counter()
+    for line in sass.splitlines():
+        m = _OPCODE.match(line)
+        if m:
+            full = m.group(1)
+            counts[full] += 1
+            base = full.split(".")[0]
+            if base != full:
+                counts[base] += 1
+    return dict(counts)
+
+
+def spec_info(spec: KernelSpec, dynamic_smem: int) -> dict:
+    """ptxas figures and SASS opcode counts of one compiled spec."""
+    compiled = cache.get(spec)
+    log = compiled.log
+    regs = _REGS.search(log)
+    spill = _SPILL.search(log)
+    stack = _STACK.search(log)
+    static_smem = _SMEM.search(log)
+    return {
+        "registers": int(regs.group(1)) if regs else None,
+        "spill_bytes": int(spill.group(1)) + int(spill.group(2)) if spill else 0,
+        "stack_bytes": int(stack.group(1)) if stack else 0,
+        "smem_bytes": dynamic_smem + (int(static_smem.group(1)) if static_smem else 0),
+        "sass": opcode_counts(sass_text(compiled.cubin)),
+        "ptxas_log": log,
+        "cubin_bytes": len(compiled.cubin),
+    }
+
+
+def kernel_info(kind: str, head_dim: int = 128, dtype: str = "bf16", causal: bool = False) -> dict:
+    """ptxas report and SASS opcode counts of one kernel variant; needs no GPU.
+
+    kind: "fwd" or "bwd"; dtype: "bf16" | "fp16" (torch dtypes accepted). Returns a dict with
+    registers, spill_bytes, stack_bytes, smem_bytes (dynamic + static), sass ({opcode: count}),
+    ptxas_log and the variant's tile sizes. "bwd" reports the main backward kernel.
+    """
+    dtype = {"torch.bfloat16": "bf16", "torch.float16": "fp16"}.get(str(dtype), dtype)
+    if kind == "fwd":
+        from ..variants import FwdVariant
+
+        v = FwdVariant(head_dim, dtype, bool(causal))
+        info = spec_info(v.spec(), v.smem_bytes)
+        info.update(kind=kind, block_m=v.block_m, block_n=v.block_n, stages=v.stages, threads=v.threads)
+        return info
+    if kind == "bwd":
+        from .. import hopper_bwd
+
+        spec, smem, extra = hopper_bwd.main_kernel_spec(head_dim, dtype, bool(causal))
+        info = spec_info(spec, smem)
+        info.update(kind=kind, **extra)
+        return info
+    raise ValueError(f"kind must be 'fwd' or 'bwd', got {kind!r}")

@@ -1,0 +1,84 @@
+"""NVRTC compiles of every kernel variant, checked on the CPU: resources and SASS."""
+import importlib.util
+import pathlib
+
+import pytest
+
+from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
+from fa3lite.runtime.inspect import kernel_info
+from fa3lite.variants import FWD_PARAMS, FwdVariant, all_fwd_variants
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("FA3LITE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("variant", all_fwd_variants(), ids=lambda v: f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}")
+def test_fwd_variant_resources_and_sass(variant):
+    info = kernel_info("fwd", head_dim=variant.head_dim, dtype=variant.dtype, causal=variant.causal)
+    sass = info["sass"]
+    assert info["spill_bytes"] == 0, info["ptxas_log"]
+    assert info["stack_bytes"] == 0, info["ptxas_log"]
+    assert info["smem_bytes"] <= 227 * 1024
+    assert sass.get("HGMMA", 0) >= variant.head_dim // 16 + variant.block_n // 16
+    assert sass.get("UTMALDG", 0) >= 3          # Q, K, V
+    assert sass.get("UTMASTG", 0) >= 1          # O through shared memory
+    assert sass.get("USETMAXREG", 0) == 2       # producer dec, consumer inc
+    assert "LDL" not in sass and "STL" not in sass, "local memory in the SASS"
+    # P goes to the P.V wgmma from registers (RS form), never through shared memory
+    assert sass.get("MUFU.EX2", 0) >= variant.block_n // 2
+
+
+def test_debug_build_compiles_with_bounded_waits():
+    v = FwdVariant(128, "bf16", True, debug=True)
+    c = compile_spec(v.spec())
+    assert "spill stores" in c.log and len(c.cubin) > 0
+
+
+def test_compile_error_carries_nvrtc_log(tmp_path, monkeypatch):
+    src = tmp_path / "src"
+    (src / "ptx").mkdir(parents=True)
+    (src / "ptx" / "types.cuh").write_text("#pragma once\n")
+    (src / "bad.cu").write_text('extern "C" __global__ void k() { this_is_not_defined(); }\n')
+    monkeypatch.setenv("FA3LITE_CUDA_SRC", str(src))
+    from fa3lite.runtime import sources
+
+    sources.cuda_src_dir.cache_clear()
+    sources.fingerprint.cache_clear()
+    try:
+        with pytest.raises(CompileError) as e:
+            compile_spec(KernelSpec("bad.cu", "k"))
+        assert "this_is_not_defined" in e.value.log
+        assert "this_is_not_defined" in str(e.value)
+    finally:
+        sources.cuda_src_dir.cache_clear()
+        sources.fingerprint.cache_clear()
+
+
+def test_params_layout_is_asserted_in_the_kernel():
+    defines = dict(FwdVariant(64, "bf16", False).spec().defines)
+    assert defines["FA3LITE_PARAMS_SIZE"] == str(FWD_PARAMS.size)
+    # A wrong size must be a compile error, not a silent misread of the parameters.
+    bad = KernelSpec("attention/fwd_kernel.cu", "fa3lite_fwd",
+                     tuple((k, str(int(v) + 8) if k == "FA3LITE_PARAMS_SIZE" else v)
+                           for k, v in FwdVariant(64, "bf16", False).spec().defines))
+    with pytest.raises(CompileError, match="FwdParams"):
+        compile_spec(bad)
+
+
+def test_generated_wgmma_header_is_current():
+    spec = importlib.util.spec_from_file_location("gen_wgmma", ROOT / "tools" / "gen_wgmma.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert (ROOT / "cuda_src" / "ptx" / "wgmma_ops.cuh").read_text() == gen.render(), \
+        "cuda_src/ptx/wgmma_ops.cuh is stale: run python tools/gen_wgmma.py"
+
+
+def test_kernel_info_rejects_unknown_kind_and_variant():
+    with pytest.raises(ValueError, match="kind"):
+        kernel_info("sideways")
+    with pytest.raises(ValueError, match="head_dim"):
+        kernel_info("fwd", head_dim=96)
