@@ -9,11 +9,13 @@ from .runtime.params import ParamStruct
 HEAD_DIMS = (64, 128, 256)
 DTYPES = ("bf16", "fp16")
 
-# Forward tiles per head dim: kBlockM is fixed by the two consumer warpgroups (64 rows each);
-# kBlockN trades registers (S is 64 x kBlockN per warpgroup next to O's 64 x D) against fewer
-# softmax rounds. d=256 needs a narrow S to keep O (128 f32 registers) and S in 240 registers,
-# and its 64 KB Q tile leaves room for two 80-row K/V stages only.
-_FWD_TILES = {64: (128, 128, 2), 128: (128, 128, 2), 256: (128, 80, 2)}
+# Forward tiles per head dim: (kBlockM, kBlockN, K/V stages, intra-warpgroup overlap).
+# kBlockM is fixed by the two consumer warpgroups (64 rows each). Chosen by tools/fwd_tune.py on an
+# H200 (benchmarks/RESULTS.md, 2026-11-22): d=64 is exp-bound, and a wide 192-key block with the
+# serial schedule beat the overlapped one (487 vs 453 TFLOP/s full at 16k); d=128 gains ~7% from the
+# overlap (659 vs 615); d=256 keeps S narrow (80 keys) so O (128 f32 registers) and S fit in 240
+# registers, and its 64 KB Q tile leaves room for two 80-row K/V stages only.
+FWD_TILES = {64: (128, 192, 2, False), 128: (128, 128, 2, True), 256: (128, 80, 2, True)}
 
 FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("o", "tma"),
@@ -41,15 +43,19 @@ class FwdVariant:
 
     @property
     def block_m(self) -> int:
-        return _FWD_TILES[self.head_dim][0]
+        return FWD_TILES[self.head_dim][0]
 
     @property
     def block_n(self) -> int:
-        return _FWD_TILES[self.head_dim][1]
+        return FWD_TILES[self.head_dim][1]
 
     @property
     def stages(self) -> int:
-        return _FWD_TILES[self.head_dim][2]
+        return FWD_TILES[self.head_dim][2]
+
+    @property
+    def overlap(self) -> bool:
+        return FWD_TILES[self.head_dim][3]
 
     @property
     def threads(self) -> int:
@@ -73,6 +79,7 @@ class FwdVariant:
                 ("FA3LITE_BLOCK_M", str(self.block_m)),
                 ("FA3LITE_BLOCK_N", str(self.block_n)),
                 ("FA3LITE_STAGES", str(self.stages)),
+                ("FA3LITE_OVERLAP", "1" if self.overlap else "0"),
             ) + FWD_PARAMS.layout_defines(),
             debug=self.debug,
         )

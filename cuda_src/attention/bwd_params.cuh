@@ -1,5 +1,5 @@
 // Backward kernel parameters: one by-value struct. The host mirror is BWD_PARAMS in
-// fa3lite/hopper_bwd.py; FA3LITE_BWD_PARAMS_OK (from the host) asserts the two layouts agree.
+// fa3lite/hopper_bwd.py; FA3LITE_PARAMS_SIZE / FA3LITE_PARAMS_OK (from the host) assert the layouts agree.
 #pragma once
 #include "../ptx/types.cuh"
 
@@ -28,8 +28,9 @@ struct BwdParams {
   float softmax_scale;
 };
 
-#ifdef FA3LITE_BWD_PARAMS_OK
-static_assert(FA3LITE_BWD_PARAMS_OK, "host and device disagree on the BwdParams layout");
+static_assert(sizeof(BwdParams) == FA3LITE_PARAMS_SIZE, "host and device disagree on the BwdParams size");
+#ifdef FA3LITE_PARAMS_OK
+static_assert(FA3LITE_PARAMS_OK, "host and device disagree on the BwdParams layout");
 #endif
 
 }}}  // namespace fa3lite::attn::bwd

@@ -45,6 +45,9 @@ struct BwdSmem {
 };
 
 static_assert(BwdSmem::kDynamicBytes <= 227 * 1024, "backward tiles exceed 227 KB of shared memory");
+#ifdef FA3LITE_SMEM_BYTES
+static_assert(BwdSmem::kDynamicBytes == FA3LITE_SMEM_BYTES, "host and device disagree on the shared memory size");
+#endif
 static_assert(kQTileBytes % kSmemAlign == 0 && kKTileBytes % kSmemAlign == 0 && kDsTileBytes % kSmemAlign == 0,
               "tiles must keep 1024-byte alignment");
 

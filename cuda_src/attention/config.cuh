@@ -20,6 +20,7 @@ constexpr int kBlockM = FA3LITE_BLOCK_M;     // query rows per CTA tile (64 per 
 constexpr int kBlockN = FA3LITE_BLOCK_N;     // key rows per pipeline stage
 constexpr int kStages = FA3LITE_STAGES;      // depth of the K/V ring
 constexpr bool kIsCausal = FA3LITE_CAUSAL != 0;
+constexpr bool kOverlap = FA3LITE_OVERLAP != 0;   // softmax of block n under the P.V GEMM of block n+1
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kConsumerWarpgroups = kBlockM / 64;

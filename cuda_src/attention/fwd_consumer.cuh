@@ -1,6 +1,6 @@
 // Consumer warpgroup: 64 query rows of the tile against every visible key block.
 //
-// Software pipeline inside the warpgroup (FA3's intra-warpgroup overlap): while the tensor cores run
+// With kOverlap, a software pipeline inside the warpgroup (FA3's intra-warpgroup overlap): while the tensor cores run
 // S(n) = Q K(n)^T and O += P(n+1) V(n+1), the warpgroup waits only for S(n) and does its softmax, so
 // the exp2 work of one block hides under the P.V GEMM of the previous one. Blocks go from the last
 // key block to the first (see the producer). Per iteration:
@@ -24,6 +24,77 @@ __device__ __forceinline__ void release(u32 bar, int tid) {
   if (tid % 32 == 0) mbar::arrive(bar);
 }
 
+// Serial schedule: each GEMM is waited for right away; only the other warpgroup overlaps this one.
+__device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSmem& sm, const Mask& mask, int wg_row0,
+                                                u32 q_wg, int n_end, int tid, OnlineSoftmax& softmax,
+                                                float (&o)[kHeadDim / 2]) {
+  RingPos<kStages> pos;
+  for (int n = n_end - 1; n >= 0; --n) {
+    float s[kBlockN / 2];
+    mbar::wait(sm.k_full(pos.stage), pos.phase);
+    gemm_qk(s, q_wg, sm.k(pos.stage));
+    wgmma::wait_group<0>();
+    release(sm.k_empty(pos.stage), tid);
+    if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
+    float corr[2];
+    softmax.update<kBlockN>(s, p.scale_log2, corr);
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 2; ++i) o[i] *= corr[frag::half(i)];
+    u32 pa[kBlockN / 16][4];
+    convert_p(s, pa);
+    mbar::wait(sm.v_full(pos.stage), pos.phase);
+    gemm_pv(o, pa, sm.v(pos.stage));
+    wgmma::wait_group<0>();
+    release(sm.v_empty(pos.stage), tid);
+    pos.advance();
+  }
+}
+
+// Overlapped schedule (see the top of this file).
+__device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const FwdSmem& sm, const Mask& mask,
+                                                    int wg_row0, u32 q_wg, int n_end, int tid,
+                                                    OnlineSoftmax& softmax, float (&o)[kHeadDim / 2]) {
+  RingPos<kStages> pos;
+  u32 pa[kBlockN / 16][4];
+  {  // first block: nothing to overlap with yet
+    const int n = n_end - 1;
+    float s[kBlockN / 2];
+    mbar::wait(sm.k_full(pos.stage), pos.phase);
+    gemm_qk(s, q_wg, sm.k(pos.stage));
+    wgmma::wait_group<0>();
+    release(sm.k_empty(pos.stage), tid);
+    if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
+    float corr[2];
+    softmax.update<kBlockN>(s, p.scale_log2, corr);   // O is still zero: nothing to rescale
+    convert_p(s, pa);
+  }
+  RingPos<kStages> prev = pos;   // the stage whose V pairs with the P in `pa`
+  pos.advance();
+  for (int n = n_end - 2; n >= 0; --n) {
+    float s[kBlockN / 2];
+    mbar::wait(sm.k_full(pos.stage), pos.phase);
+    gemm_qk(s, q_wg, sm.k(pos.stage));
+    mbar::wait(sm.v_full(prev.stage), prev.phase);
+    gemm_pv(o, pa, sm.v(prev.stage));
+    wgmma::wait_group<1>();                 // S is ready; P.V may still run
+    release(sm.k_empty(pos.stage), tid);
+    if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
+    float corr[2];
+    softmax.update<kBlockN>(s, p.scale_log2, corr);
+    wgmma::wait_group<0>();                 // P.V done: O and pa may be touched again
+    release(sm.v_empty(prev.stage), tid);
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 2; ++i) o[i] *= corr[frag::half(i)];
+    convert_p(s, pa);
+    prev = pos;
+    pos.advance();
+  }
+  mbar::wait(sm.v_full(prev.stage), prev.phase);
+  gemm_pv(o, pa, sm.v(prev.stage));
+  wgmma::wait_group<0>();
+  release(sm.v_empty(prev.stage), tid);
+}
+
 __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& sm, const Tile& t, int n_end,
                                              int wg, int tid) {
   float o[kHeadDim / 2];
@@ -38,45 +109,11 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& 
 
   if (n_end > 0) {
     mbar::wait(sm.q_full(), 0);
-    RingPos<kStages> pos;
-    u32 pa[kBlockN / 16][4];
-    {  // first block: nothing to overlap with yet
-      const int n = n_end - 1;
-      float s[kBlockN / 2];
-      mbar::wait(sm.k_full(pos.stage), pos.phase);
-      gemm_qk(s, q_wg, sm.k(pos.stage));
-      wgmma::wait_group<0>();
-      release(sm.k_empty(pos.stage), tid);
-      if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
-      float corr[2];
-      softmax.update<kBlockN>(s, p.scale_log2, corr);   // O is still zero: nothing to rescale
-      convert_p(s, pa);
+    if constexpr (kOverlap) {
+      mainloop_overlapped(p, sm, mask, wg_row0, q_wg, n_end, tid, softmax, o);
+    } else {
+      mainloop_serial(p, sm, mask, wg_row0, q_wg, n_end, tid, softmax, o);
     }
-    RingPos<kStages> prev = pos;   // the stage whose V pairs with the P in `pa`
-    pos.advance();
-    for (int n = n_end - 2; n >= 0; --n) {
-      float s[kBlockN / 2];
-      mbar::wait(sm.k_full(pos.stage), pos.phase);
-      gemm_qk(s, q_wg, sm.k(pos.stage));
-      mbar::wait(sm.v_full(prev.stage), prev.phase);
-      gemm_pv(o, pa, sm.v(prev.stage));
-      wgmma::wait_group<1>();                 // S is ready; P.V may still run
-      release(sm.k_empty(pos.stage), tid);
-      if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
-      float corr[2];
-      softmax.update<kBlockN>(s, p.scale_log2, corr);
-      wgmma::wait_group<0>();                 // P.V done: O and pa may be touched again
-      release(sm.v_empty(prev.stage), tid);
-#pragma unroll
-      for (int i = 0; i < kHeadDim / 2; ++i) o[i] *= corr[frag::half(i)];
-      convert_p(s, pa);
-      prev = pos;
-      pos.advance();
-    }
-    mbar::wait(sm.v_full(prev.stage), prev.phase);
-    gemm_pv(o, pa, sm.v(prev.stage));
-    wgmma::wait_group<0>();
-    release(sm.v_empty(prev.stage), tid);
   }
   float inv[2], lse[2];
   softmax.finalize(p.scale_log2, inv, lse);

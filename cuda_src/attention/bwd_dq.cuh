@@ -1,0 +1,87 @@
+// dQ accumulation: consumers put their f32 dQ tile in shared memory, the writer warp (producer
+// warpgroup, warp 1) adds it into the global f32 accumulator with one bulk reduce per query block.
+//
+// Fragment order. The global accumulator holds, per (batch, head, query block), kBlockM x D floats
+// laid out exactly as the consumers' registers are: float4 number
+//     f = (g * kDqChunks + j) * 128 + t
+// holds warpgroup-thread t's accumulators 4j..4j+3 of dQ tile g (columns g*kDqN ...), i.e. with
+// w = t / 32, l = t % 32, r = 16 w + l / 4, c = g * kDqN + 8 j + 2 (l % 4):
+//     (r, c), (r, c + 1), (r + 8, c), (r + 8, c + 1).
+// So every shared store is a conflict-free 16-byte store and the bulk reduce is one contiguous run;
+// the postprocess (bwd_postprocess.cu) puts rows and columns back in place.
+//
+// Hand-off per query block (named barriers, consumers + writer warp):
+//   consumers: [sync kDqEmpty, not on the first block] st.shared; fence.proxy.async; arrive kDqFull
+//   writer:    sync kDqFull; (deterministic: wait for its turn) bulk reduce; wait until read;
+//              arrive kDqEmpty (not after the last block, which nobody waits for)
+#pragma once
+#include "../ptx/bulk.cuh"
+#include "../ptx/gmem.cuh"
+#include "../ptx/smem_vec.cuh"
+#include "../ptx/sync.cuh"
+#include "../ptx/tma.cuh"
+#include "bwd_scheduler.cuh"
+#include "bwd_smem.cuh"
+
+namespace fa3lite { namespace attn { namespace bwd {
+
+// Store one warpgroup's dQ tile (kBlockM x kDqN, accumulator layout) into `region`, as tile g.
+__device__ __forceinline__ void store_dq_tile(const BwdSmem& sm, int region, int g, int tid,
+                                              const float (&acc)[kDqN / 2]) {
+  const u32 base = sm.dq(region) + (g * kDqChunks * kWarpgroupThreads + tid) * 16;
+#pragma unroll
+  for (int j = 0; j < kDqChunks; ++j) {
+    smem_vec::st_v4_f32(base + j * kWarpgroupThreads * 16, acc[4 * j], acc[4 * j + 1], acc[4 * j + 2],
+                        acc[4 * j + 3]);
+  }
+}
+
+// Deterministic mode: block until the turn counter of this query block reaches `turn`.
+__device__ __forceinline__ void wait_turn(const i32* sem, int turn) {
+#ifdef FA3LITE_DEBUG
+  for (u32 spins = 0; gmem::ld_acquire(sem) != turn; ++spins) {
+    if (spins == FA3LITE_DEBUG_SPINS) {
+      printf("fa3lite: dQ semaphore wait timed out: block %d turn %d\n", blockIdx.x, turn);
+      asm volatile("trap;");
+    }
+  }
+#else
+  while (gmem::ld_acquire(sem) != turn) {}
+#endif
+  gmem::fence_proxy_async_global();   // the bulk reduce (async proxy) comes after the acquire
+}
+
+// Run by a whole warp; lane 0 issues the bulk operations.
+__device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t) {
+  const bool leader = threadIdx.x % 32 == 0;
+  const i64 head_row = static_cast<i64>(t.batch) * p.num_heads_q + t.head;
+  float* const accum = p.dq_accum + head_row * p.num_m_blocks * kDqBlockFloats;
+  i32* const sem = p.dq_sem + head_row * p.num_m_blocks;
+  for (int m = t.m_begin; m < t.m_end; ++m) {
+    named_barrier::sync(static_cast<u32>(NamedBarrier::kDqFull), kDqSyncThreads);
+    if (leader) {
+      float* const dst = accum + static_cast<i64>(m) * kDqBlockFloats;
+      if (p.deterministic) wait_turn(sem + m, t.n_block);
+#pragma unroll
+      for (int r = 0; r < kDqRegions; ++r) {
+        bulk::reduce_add_f32(dst, sm.dq(r), kDqRegionBytes);
+        tma::commit_group();
+        // Two partial tiles of one block: bulk operations are unordered, so the fixed order
+        // needs the first to finish before the second starts.
+        if (kDqRegions > 1 && r + 1 < kDqRegions && p.deterministic) tma::wait_group<0>();
+      }
+      if (p.deterministic) {
+        tma::wait_group<0>();                 // the adds are done in global memory ...
+        gmem::fence_proxy_async_global();
+        gmem::red_release_add(sem + m, 1);    // ... before the next key block may add
+      } else {
+        tma::wait_group_read<0>();            // the smem tile may be overwritten
+      }
+    }
+    __syncwarp();
+    if (m + 1 < t.m_end) named_barrier::arrive(static_cast<u32>(NamedBarrier::kDqEmpty), kDqSyncThreads);
+  }
+  if (leader) tma::wait_group<0>();
+}
+
+}}}  // namespace fa3lite::attn::bwd

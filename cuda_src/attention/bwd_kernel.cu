@@ -1,0 +1,41 @@
+// Backward attention entry: shared-memory plan, barrier init, role dispatch. Nothing else.
+//   warpgroup 0, warp 0   producer: TMA loads of K/V once and the Q/dO/LSE/dPsum ring (bwd_producer.cuh)
+//   warpgroup 0, warp 1   dQ writer: bulk reduce-add of each dQ tile into the f32 accumulator (bwd_dq.cuh)
+//   warpgroups 1, 2       consumers: 64 key rows each; dK/dV in registers, dQ tiles to smem (bwd_consumer.cuh)
+#include "bwd_consumer.cuh"
+#include "bwd_dq.cuh"
+#include "bwd_producer.cuh"
+
+using namespace fa3lite;
+using namespace fa3lite::attn::bwd;
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __grid_constant__ BwdParams p) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const BwdSmem sm{(smem_addr(smem_raw) + kSmemAlign - 1) & ~static_cast<u32>(kSmemAlign - 1)};
+  const BwdTile t = bwd_tile_of_block(p);
+  const int wg = threadIdx.x / kWarpgroupThreads;
+
+  if (threadIdx.x == 0) {
+    mbar::init(sm.kv_full(), 1);
+    for (int s = 0; s < kStages; ++s) {
+      mbar::init(sm.q_full(s), 1);
+      mbar::init(sm.do_full(s), 1);
+      mbar::init(sm.empty(s), kConsumerWarps);
+    }
+    mbar::fence_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    warpgroup::setmaxnreg_dec<kProducerRegs>();
+    const int warp = threadIdx.x / 32;
+    if (warp == 0) {
+      if (warp::elect_one()) bwd_producer(p, sm, t);
+    } else if (warp == 1) {
+      bwd_dq_writer(p, sm, t);
+    }
+  } else {
+    warpgroup::setmaxnreg_inc<kConsumerRegs>();
+    bwd_consumer(p, sm, t, wg - 1, threadIdx.x % kWarpgroupThreads);
+  }
+}

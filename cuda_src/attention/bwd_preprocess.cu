@@ -1,0 +1,101 @@
+// Backward preprocess, one pass over dO and O:
+//   dpsum[b, h, i]    = sum_d dO[b, i, h, d] * O[b, i, h, d]   (f32; 0 for padded rows i >= Sq)
+//   lse_log2[b, h, i] = lse[b, h, i] * log2(e)                  (+inf for fully masked rows, whose
+//                       lse is -inf, and for padded rows: the main kernel's P = exp2(s - lse_log2)
+//                       is then exactly 0 there instead of NaN)
+// Rows are padded to whole query blocks of the main kernel, so its 1-D bulk loads stay in bounds.
+// kThreadsPerRow threads share a row, 8 elements (16 bytes) each, and reduce with butterflies.
+#include "../ptx/math.cuh"
+#include "../ptx/types.cuh"
+
+using namespace fa3lite;
+
+#ifndef FA3LITE_HEAD_DIM
+#error "FA3LITE_HEAD_DIM must be defined by the host"
+#endif
+#if FA3LITE_DTYPE_BF16
+using Element = bf16_t;
+#else
+using Element = f16_t;
+#endif
+
+namespace fa3lite { namespace attn { namespace bwd {
+
+struct PreParams {
+  const u16* dout;     // (B, Sq, H, D), 16-byte aligned rows
+  const u16* out;
+  const float* lse;    // (B, H, Sq)
+  float* lse_log2;     // (B, H, rows_pad)
+  float* dpsum;
+  i64 do_stride_b, do_stride_s, do_stride_h;   // elements
+  i64 o_stride_b, o_stride_s, o_stride_h;
+  i64 lse_stride_b, lse_stride_h, lse_stride_s;
+  i32 seqlen_q;
+  i32 rows_pad;
+  i32 num_heads;
+  i32 row_blocks;      // ceil(rows_pad / kRowsPerBlock)
+};
+
+static_assert(sizeof(PreParams) == FA3LITE_PARAMS_SIZE, "host and device disagree on the PreParams size");
+#ifdef FA3LITE_PARAMS_OK
+static_assert(FA3LITE_PARAMS_OK, "host and device disagree on the PreParams layout");
+#endif
+
+constexpr int kHeadDim = FA3LITE_HEAD_DIM;
+constexpr int kThreadsPerRow = kHeadDim / 8;
+constexpr int kBlockThreads = 256;
+constexpr int kRowsPerBlock = kBlockThreads / kThreadsPerRow;
+static_assert(kThreadsPerRow <= 32 && (kThreadsPerRow & (kThreadsPerRow - 1)) == 0, "row groups within a warp");
+
+__device__ __forceinline__ float dot8(uint4 a, uint4 b) {
+  const u32 av[4] = {a.x, a.y, a.z, a.w};
+  const u32 bv[4] = {b.x, b.y, b.z, b.w};
+  float s = 0.f;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    s = fmaf(math::to_float(static_cast<u16>(av[k] & 0xffffu), Element{}),
+             math::to_float(static_cast<u16>(bv[k] & 0xffffu), Element{}), s);
+    s = fmaf(math::to_float(static_cast<u16>(av[k] >> 16), Element{}),
+             math::to_float(static_cast<u16>(bv[k] >> 16), Element{}), s);
+  }
+  return s;
+}
+
+}}}  // namespace fa3lite::attn::bwd
+
+using namespace fa3lite::attn::bwd;
+
+extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_preprocess(
+    const __grid_constant__ PreParams p) {
+  constexpr float kLog2e = 1.4426950408889634f;
+  const unsigned blk = blockIdx.x;
+  const int row_block = blk % p.row_blocks;
+  const unsigned bh = blk / p.row_blocks;
+  const int h = bh % p.num_heads;
+  const int b = bh / p.num_heads;
+  const int part = threadIdx.x % kThreadsPerRow;
+  const int row = row_block * kRowsPerBlock + threadIdx.x / kThreadsPerRow;
+
+  float acc = 0.f;
+  if (row < p.seqlen_q) {
+    const uint4 dov = *reinterpret_cast<const uint4*>(
+        p.dout + b * p.do_stride_b + row * p.do_stride_s + h * p.do_stride_h + part * 8);
+    const uint4 ov = *reinterpret_cast<const uint4*>(
+        p.out + b * p.o_stride_b + row * p.o_stride_s + h * p.o_stride_h + part * 8);
+    acc = dot8(dov, ov);
+  }
+  // Every lane takes part (no early exit), so the full-warp shuffles are safe.
+#pragma unroll
+  for (int off = kThreadsPerRow / 2; off > 0; off /= 2) acc += math::shfl_xor(acc, off);
+
+  if (part == 0 && row < p.rows_pad) {
+    const i64 idx = static_cast<i64>(bh) * p.rows_pad + row;
+    float l2 = __int_as_float(0x7f800000);   // +inf: P = 0 in this row
+    if (row < p.seqlen_q) {
+      const float l = p.lse[b * p.lse_stride_b + h * p.lse_stride_h + row * p.lse_stride_s];
+      if (l != math::neg_inf()) l2 = l * kLog2e;
+    }
+    p.dpsum[idx] = acc;
+    p.lse_log2[idx] = l2;
+  }
+}
