@@ -29,12 +29,17 @@ using namespace fa3lite;
 
 namespace ptx_test {
 
-constexpr u32 kSwizzleAlign = 1024;   // a 128-byte swizzle pattern repeats every 8 rows of 128 bytes
-constexpr u32 kRowBytes = 128;        // one swizzle row: 64 16-bit or 32 f32 elements
-constexpr u32 kPoison = 0xDEADBEEFu;  // shared-memory filler that no test writes on purpose
+// (Constants are enumerators: they take no storage and raise no "unused" warning in kernels that
+// do not need them.)
+enum : u32 {
+  kSwizzleAlign = 1024,      // a 128-byte swizzle pattern repeats every 8 rows of 128 bytes
+  kRowBytes = 128,           // one swizzle row: 64 16-bit or 32 f32 elements
+  kPoison = 0xDEADBEEFu,     // shared-memory filler that no test writes on purpose
+  kSpinLimit = 1u << 26,     // bounded global-memory spin: a protocol bug traps, never hangs
+  kQuietNan = 0x7fc00000u,   // an accumulator start value that poisons any sum it enters
+};
 // A busy wait long enough (~10-30 us) that a reader not held back by its barrier would run first.
-constexpr long long kDelayCycles = 50000;
-constexpr u32 kSpinLimit = 1u << 26;  // bounded global-memory spin: a protocol bug traps, never hangs
+enum : long long { kDelayCycles = 50000 };
 
 __device__ __forceinline__ u32 align_up(u32 x, u32 a) { return (x + a - 1) & ~(a - 1); }
 
@@ -67,15 +72,15 @@ extern __shared__ __align__(1024) unsigned char smem_raw[];
 struct MbarParams {
   const u32* src;   // kMbarWords words copied by the bulk load
   u32* copy;        // kMbarWords words: what landed in shared memory
-  i32* obs;         // kMbarObs try_wait answers (0/1) of thread 0
+  i32* obs;         // 8 try_wait answers (0/1) of thread 0
   i32* seen;        // [0,32): warp 1 round 0, [32,64): round 1, [64,96): thread 0's view of warp 1
 };
 
 #ifdef FA3LITE_BUILD_ptx_test_mbar
 PTX_TEST_CHECK_PARAMS(MbarParams)
 
-constexpr int kMbarWords = 256;
-constexpr u32 kMbarBytes = kMbarWords * 4;
+enum : int { kMbarWords = 256 };
+enum : u32 { kMbarBytes = kMbarWords * 4 };
 
 extern "C" __global__ void __launch_bounds__(64, 1) ptx_test_mbar(const __grid_constant__ MbarParams p) {
   __shared__ __align__(8) u64 bars[3];
@@ -207,9 +212,8 @@ struct TmaStoreParams {
 #ifdef FA3LITE_BUILD_ptx_test_tma_store
 PTX_TEST_CHECK_PARAMS(TmaStoreParams)
 
-constexpr int kStoreRows = 64;
-constexpr int kStoreCols = 128;
-constexpr u32 kStorePatternBase = 0x1000;
+enum : int { kStoreRows = 64, kStoreCols = 128 };
+enum : u32 { kStorePatternBase = 0x1000 };
 
 extern "C" __global__ void __launch_bounds__(128, 1) ptx_test_tma_store(const __grid_constant__ TmaStoreParams p) {
   const u32 tile = align_up(smem_addr(smem_raw), kSwizzleAlign);
@@ -250,7 +254,7 @@ struct TmaReduceParams {
 #ifdef FA3LITE_BUILD_ptx_test_tma_reduce
 PTX_TEST_CHECK_PARAMS(TmaReduceParams)
 
-constexpr int kReduceBoxElems = 32 * 16 * 2;
+enum : int { kReduceBoxElems = 32 * 16 * 2 };
 
 extern "C" __global__ void __launch_bounds__(128, 1) ptx_test_tma_reduce(const __grid_constant__ TmaReduceParams p) {
   const u32 tile = align_up(smem_addr(smem_raw), kSwizzleAlign);
@@ -291,12 +295,13 @@ struct WgmmaParams {
 };
 
 namespace ptx_test {
-constexpr int kWgK = 64;
-constexpr int kWgSteps = kWgK / 16;
-constexpr u32 kSbo = 8 * kRowBytes;       // 8 rows of 128 bytes: the next core-matrix row group
-constexpr u32 kKMajorLbo = 16;            // ignored by the hardware for swizzled K-major operands
-constexpr u32 kKStepBytesKMajor = 32;     // 16 elements along the 128-byte row
-constexpr u32 kKStepBytesMnMajor = 16 * kRowBytes;  // 16 rows
+enum : int { kWgK = 64, kWgSteps = kWgK / 16 };
+enum : u32 {
+  kSbo = 8 * kRowBytes,                  // 8 rows of 128 bytes: the next group of core-matrix rows
+  kKMajorLbo = 16,                       // ignored by the hardware for swizzled K-major operands
+  kKStepBytesKMajor = 32,                // 16 elements along the 128-byte row
+  kKStepBytesMnMajor = 16 * kRowBytes,   // 16 rows
+};
 
 // The accumulator layout of m64nNk16 (thread t, value i): row 16 w + l/4 + 8 ((i>>1)&1),
 // col 8 (i>>2) + 2 (l%4) + (i&1), with w = t/32, l = t%32.
@@ -373,7 +378,9 @@ __device__ __forceinline__ void wgmma_test(const WgmmaParams& p) {
 
   float acc[N / 2];
 #pragma unroll
-  for (int i = 0; i < N / 2; ++i) acc[i] = p.accumulate ? p.c[acc_row(t, i) * N + acc_col(t, i)] : __int_as_float(0x7fc00000);
+  for (int i = 0; i < N / 2; ++i) {
+    acc[i] = p.accumulate ? p.c[acc_row(t, i) * N + acc_col(t, i)] : __int_as_float(kQuietNan);
+  }
   if (p.rs) {
     if (p.trans_b) wgmma_steps<N, T, true, 1>(p, a_s, b_s, acc);
     else wgmma_steps<N, T, true, 0>(p, a_s, b_s, acc);
@@ -465,9 +472,8 @@ struct SmemParams {
 #ifdef FA3LITE_BUILD_ptx_test_smem
 PTX_TEST_CHECK_PARAMS(SmemParams)
 
-constexpr u32 kSmemFill = 0x5A000000u;
-constexpr int kSlots = 32, kSlotBytes = 32, kSlotStride = 13;
-constexpr int kRegionWords = kSlots * kSlotBytes / 4;
+enum : u32 { kSmemFill = 0x5A000000u };
+enum : int { kSlots = 32, kSlotBytes = 32, kSlotStride = 13, kRegionWords = kSlots * kSlotBytes / 4 };
 
 extern "C" __global__ void __launch_bounds__(128, 1) ptx_test_smem(const __grid_constant__ SmemParams p) {
   const int t = threadIdx.x, g = t / 32, l = t % 32;
@@ -528,9 +534,16 @@ struct SetmaxnregParams {
 #ifdef FA3LITE_BUILD_ptx_test_setmaxnreg
 PTX_TEST_CHECK_PARAMS(SetmaxnregParams)
 
-constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+enum : int { kProducerRegs = 24, kConsumerRegs = 240 };
 
-extern "C" __global__ void __launch_bounds__(384, 1) ptx_test_setmaxnreg(const __grid_constant__ SetmaxnregParams p) {
+// The negative control: without the minimum-blocks bound ptxas cannot fix the entry register count.
+#ifdef FA3LITE_PTX_TEST_NO_MIN_BLOCKS
+#define PTX_TEST_SETMAXNREG_BOUNDS __launch_bounds__(384)
+#else
+#define PTX_TEST_SETMAXNREG_BOUNDS __launch_bounds__(384, 1)
+#endif
+
+extern "C" __global__ void PTX_TEST_SETMAXNREG_BOUNDS ptx_test_setmaxnreg(const __grid_constant__ SetmaxnregParams p) {
   const int t = threadIdx.x;
   if (t / 128 == 0) {
     warpgroup::setmaxnreg_dec<kProducerRegs>();
@@ -560,9 +573,10 @@ struct NamedBarrierParams {
 #ifdef FA3LITE_BUILD_ptx_test_named_barrier
 PTX_TEST_CHECK_PARAMS(NamedBarrierParams)
 
-constexpr u32 kFull = 1, kFree = 2, kNbThreads = 160, kNbValues = 128;
+enum : u32 { kFull = 1, kFree = 2, kNbThreads = 160, kNbValues = 128 };
 
-extern "C" __global__ void __launch_bounds__(160, 1) ptx_test_named_barrier(const __grid_constant__ NamedBarrierParams p) {
+extern "C" __global__ void __launch_bounds__(160, 1)
+ptx_test_named_barrier(const __grid_constant__ NamedBarrierParams p) {
   __shared__ i32 buf[kNbValues];
   volatile i32* vbuf = buf;
   const int t = threadIdx.x;
@@ -588,30 +602,31 @@ extern "C" __global__ void __launch_bounds__(160, 1) ptx_test_named_barrier(cons
 // bulk::reduce_add_f32 + gmem::ld_acquire / red_release_add / fence_proxy_async_global: the
 // deterministic-accumulation semaphore. Block b waits until *flag == b, records acc[0] and acc[63],
 // adds its row (b + 1) (j + 1) / 2 (j < 64) into acc with a bulk reduction, drains it, fences and
-// releases flag + 1. Launch: kBulkBlocks blocks x 32 threads (all resident at once).
+// releases flag + 1. Unordered, all blocks at once: thread t adds (b + 1) (4 t + i + 1) / 4 to
+// acc4[4 t + i] with gmem::red_add_v4_f32. Launch: 8 blocks x 32 threads (all resident at once).
 struct BulkGmemParams {
   float* acc;    // 64 floats, zero
   i32* flag;     // 1 int, zero
   float* seen;   // [blocks][2]
+  float* acc4;   // 128 floats, zero
 };
 
 #ifdef FA3LITE_BUILD_ptx_test_bulk_gmem
 PTX_TEST_CHECK_PARAMS(BulkGmemParams)
 
-constexpr int kBulkFloats = 64;
+enum : int { kBulkFloats = 64 };
 
 extern "C" __global__ void __launch_bounds__(32, 1) ptx_test_bulk_gmem(const __grid_constant__ BulkGmemParams p) {
   __shared__ __align__(16) float row[kBulkFloats];
-  const int b = blockIdx.x;
-  for (int j = threadIdx.x; j < kBulkFloats; j += 32) row[j] = 0.5f * (b + 1) * (j + 1);
+  const int b = blockIdx.x, t = threadIdx.x;
+  const float w = 0.25f * (b + 1);
+  gmem::red_add_v4_f32(p.acc4 + 4 * t, w * (4 * t + 1), w * (4 * t + 2), w * (4 * t + 3), w * (4 * t + 4));
+  for (int j = t; j < kBulkFloats; j += 32) row[j] = 0.5f * (b + 1) * (j + 1);
   fence::proxy_async_smem();  // the bulk reduction reads row through the async proxy
   __syncwarp();
-  if (threadIdx.x == 0) {
+  if (t == 0) {
     for (u32 spins = 0; gmem::ld_acquire(p.flag) != b; ++spins) {
-      if (spins == kSpinLimit) {
-        printf("ptx_test_bulk_gmem: block %d never got its turn\n", b);
-        asm volatile("trap;");
-      }
+      if (spins == kSpinLimit) asm volatile("trap;");  // never got its turn: fail, do not hang
     }
     const volatile float* acc = p.acc;
     p.seen[2 * b] = acc[0];
