@@ -24,11 +24,11 @@ def debug_build() -> bool:
     return os.environ.get("FA3LITE_DEBUG", "0") not in ("", "0")
 
 
-def unsupported_reasons(q, k, v) -> list[str]:
+def unsupported_reasons(q, k, v, softmax_scale: float | None = None) -> list[str]:
     """Every reason the Hopper kernels cannot take these inputs (empty list: they can)."""
     from .checks import kernel_reasons
 
-    return kernel_reasons(q, k, v)
+    return kernel_reasons(q, k, v, softmax_scale)
 
 
 def fwd_variant(q, causal: bool) -> FwdVariant:
@@ -74,3 +74,11 @@ def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
     launch.launch(kernel, (tiles, 1, 1), variant.threads, params, dev,
                   torch.cuda.current_stream(q.device).cuda_stream)
     return out, lse
+
+
+def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal_offset: int,
+             deterministic: bool):
+    """Attention backward on the Hopper kernels -> (dq, dk, dv); see fa3lite/hopper_bwd.py."""
+    from . import hopper_bwd
+
+    return hopper_bwd.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic)
