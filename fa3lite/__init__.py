@@ -1,2 +1,23 @@
-"""fa3lite: FlashAttention-3-class attention for NVIDIA Hopper, compiled at run time with NVRTC."""
+"""fa3lite: FlashAttention-3-class attention for NVIDIA Hopper, compiled at run time with NVRTC.
+
+Public names: flash_attn_func, scaled_dot_product_attention, kernel_info, InputError,
+FallbackWarning, __version__. Importing fa3lite registers the custom ops torch.ops.fa3lite.fwd/bwd.
+"""
+from .api import flash_attn_func, scaled_dot_product_attention
+from .checks import FallbackWarning, InputError
+
 __version__ = "0.1.0"
+
+__all__ = ["flash_attn_func", "scaled_dot_product_attention", "kernel_info", "InputError",
+           "FallbackWarning", "__version__"]
+
+
+def kernel_info(kind, **kwargs):
+    """Compiled-kernel facts: kernel_info(kind, head_dim=..., dtype=..., causal=...) -> dict with
+    registers, spill_bytes, smem_bytes, sass={opcode: count}, ... (see fa3lite.runtime.inspect).
+
+    Imported on first call, so that `import fa3lite` never needs the CUDA toolchain.
+    """
+    from .runtime.inspect import kernel_info as _kernel_info
+
+    return _kernel_info(kind, **kwargs)

@@ -1,0 +1,121 @@
+"""Public attention functions: flash_attn_func (flash_attn layout) and scaled_dot_product_attention
+(a drop-in for torch.nn.functional.scaled_dot_product_attention).
+
+Both validate their arguments (checks), then call the custom op fa3lite::fwd (ops), which runs the
+Hopper kernels when they can take the inputs and the torch fallback otherwise.
+
+backend:
+  "auto"    the Hopper kernels where they can take the inputs, else the fallback, with a
+            FallbackWarning once per process per set of reasons;
+  "fa3lite" the Hopper kernels or an InputError listing every reason they cannot run;
+  "torch"   never the Hopper kernels (flash_attn_func: fa3lite.fallback; scaled_dot_product_attention:
+            torch.nn.functional.scaled_dot_product_attention).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from . import checks, ops
+
+
+def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=False, return_lse=False,
+                    backend="auto"):
+    """Multi-head attention in the flash_attn layout.
+
+    Args:
+        q: (B, Sq, Hq, D) query; k, v: (B, Sk, Hk, D) key and value, Hq a multiple of Hk (GQA/MQA:
+            query head h reads key/value head h // (Hq // Hk)). One dtype (float16/bfloat16 for the
+            kernels; float32/float64 are served by the fallback) and one device. Any strides; the
+            kernels want the last dim contiguous and 16-byte aligned addresses and strides.
+        softmax_scale: scale of q @ k^T before the softmax; default D ** -0.5.
+        causal: mask aligned to the bottom-right as in FlashAttention: key j is visible to query i
+            iff j <= i + (Sk - Sq). With Sq > Sk the first Sq - Sk rows see no key.
+        deterministic: deterministic backward (no atomics in the dQ accumulation).
+        return_lse: also return the log-sum-exp of the scaled scores.
+        backend: "auto", "fa3lite" or "torch" (see the module docstring).
+
+    Returns:
+        out (B, Sq, Hq, D) contiguous in q's dtype, or (out, lse) with lse (B, Hq, Sq) float32, natural
+        log. Rows with no visible key (also Sk == 0) give out = 0 and lse = -inf. lse carries no
+        gradient. Empty inputs (B, Sq or H = 0) give empty outputs.
+
+    Raises:
+        fa3lite.InputError (a ValueError and a TypeError) listing every invalid argument.
+    """
+    problems = checks.attention_problems(q, k, v)
+    problems += checks.scale_problems("softmax_scale", softmax_scale)
+    problems += checks.flag_problems(causal=causal, deterministic=deterministic, return_lse=return_lse)
+    problems += checks.backend_problems(backend)
+    checks.raise_if_any(problems, "flash_attn_func")
+    scale = q.shape[3] ** -0.5 if softmax_scale is None else float(softmax_scale)
+    causal_offset = k.shape[1] - q.shape[1] if causal else 0
+    out, lse = ops.FWD(q, k, v, scale, causal, causal_offset, deterministic, backend)
+    return (out, lse) if return_lse else out
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False, backend="auto"):
+    """Drop-in for torch.nn.functional.scaled_dot_product_attention, same arguments and results.
+
+    Args:
+        query: (B, Hq, Sq, D); key, value: (B, Hk, Sk, D); Hk == Hq, or Hq a multiple of Hk with
+            enable_gqa=True. 3-D (B, S, D) inputs are taken as one head.
+        attn_mask, dropout_p: as in torch; any mask or dropout_p != 0 goes to torch's implementation.
+        is_causal: torch's top-left aligned mask: key j is visible to query i iff j <= i.
+        scale: default D ** -0.5.
+        enable_gqa: as in torch: without it, Hq != Hk is torch's error.
+        backend: "auto", "fa3lite" or "torch" (see the module docstring).
+
+    Returns:
+        (B, Hq, Sq, D) (or (B, Sq, D)) in query's dtype. On the fa3lite path it is a transposed view of
+        a contiguous (B, Sq, Hq, D) tensor, and the inputs reach the kernels as views, not copies.
+
+    Calls fa3lite cannot serve exactly -- attn_mask, dropout_p != 0, dtypes other than float16/bfloat16,
+    value's head dim != query's, other ranks, arguments torch would reject -- are passed unchanged to
+    torch.nn.functional.scaled_dot_product_attention (with backend "auto"; a FallbackWarning names the
+    reasons once), so results and errors are torch's.
+    """
+    checks.raise_if_any(checks.backend_problems(backend), "scaled_dot_product_attention")
+    if backend != "torch":
+        reasons = checks.sdpa_unsupported(query, key, value, attn_mask, dropout_p, enable_gqa)
+        if not reasons:
+            q4, k4, v4 = (t.unsqueeze(1) if t.dim() == 3 else t for t in (query, key, value))
+            reasons = checks.sdpa_problems(q4, k4, v4, dropout_p, is_causal, scale, enable_gqa)
+            if not reasons:
+                out = _fa3lite_sdpa(q4, k4, v4, is_causal, scale, backend)
+                return out.squeeze(1) if query.dim() == 3 else out
+        if backend == "fa3lite":
+            checks.raise_if_any(reasons + _kernel_reasons_if_known(query, key, value),
+                                "scaled_dot_product_attention with backend='fa3lite'")
+    else:
+        reasons = []
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+                                         is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    # Warn only once torch accepted the call (its own errors speak for themselves), and not while
+    # torch.compile traces: dynamo cannot trace warnings.warn.
+    if reasons and not torch.compiler.is_compiling():
+        checks.warn_fallback_once(reasons, "torch.nn.functional.scaled_dot_product_attention")
+    return out
+
+
+def _fa3lite_sdpa(query, key, value, is_causal, scale, backend):
+    """(B, H, S, D) tensors through fa3lite::fwd as (B, S, H, D) views; returns a (B, H, Sq, D) view."""
+    q, k, v = (t.transpose(1, 2) for t in (query, key, value))
+    softmax_scale = q.shape[3] ** -0.5 if scale is None else float(scale)
+    # torch's is_causal is top-left aligned: causal_offset 0 whatever Sq and Sk.
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    out, _ = ops.FWD(q, k, v, softmax_scale, is_causal, 0, deterministic, backend)
+    return out.transpose(1, 2)
+
+
+def _kernel_reasons_if_known(query, key, value) -> list[str]:
+    """Kernel limits of valid 3-D/4-D inputs, so backend='fa3lite' errors list every reason. Skipped
+    while torch.compile traces (addresses are unknown then; the op checks them at run time)."""
+    if torch.compiler.is_compiling():
+        return []
+    views = [t.unsqueeze(1) if isinstance(t, torch.Tensor) and t.dim() == 3 else t
+             for t in (query, key, value)]
+    if checks.attention_problems(*views, layout="bhsd"):
+        return []
+    return checks.kernel_reasons(*(t.transpose(1, 2) for t in views))

@@ -1,0 +1,117 @@
+"""Torch-only attention with exactly the kernels' semantics, for any device and float dtype.
+
+Serves CPU tensors, non-Hopper GPUs and every input the Hopper kernels cannot take.
+
+Shapes (flash_attn layout): q (B, Sq, Hq, D), k/v (B, Sk, Hk, D), Hq a multiple of Hk (query head h
+reads key/value head h // (Hq // Hk)); out (B, Sq, Hq, D) contiguous in q's dtype; lse (B, Hq, Sq)
+float32 contiguous, natural log. Causal: key j is visible to query i iff j <= i + causal_offset.
+Rows with no visible key (also Sk == 0) give out = 0 and lse = -inf, and zero gradients.
+
+Scores are computed in float32 (float64 for float64 inputs), a block of query rows at a time, so the
+scores never take more than about ``_BLOCK_ELEMENTS`` elements whatever the sequence length.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+# Scores held at once, in elements of the compute dtype (2^24 fp32 = 64 MiB).
+_BLOCK_ELEMENTS = 1 << 24
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _heads_grouped(t: torch.Tensor, groups: int, dtype: torch.dtype) -> torch.Tensor:
+    """(B, S, H, D) -> (B, H // groups, groups, S, D) in ``dtype``; head h = kv_head * groups + g."""
+    b, s, h, d = t.shape
+    return t.to(dtype).permute(0, 2, 1, 3).reshape(b, h // groups, groups, s, d)
+
+
+def _kv_grouped(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """(B, Sk, Hk, D) -> (B, Hk, 1, Sk, D): broadcasts over the query heads of a group."""
+    return t.to(dtype).permute(0, 2, 1, 3).unsqueeze(2)
+
+
+def _ungroup(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """(B, Hk, G, S, D) -> (B, S, Hk * G, D) contiguous in ``dtype``."""
+    b, hk, g, s, d = t.shape
+    return t.reshape(b, hk * g, s, d).permute(0, 2, 1, 3).to(dtype).contiguous()
+
+
+def _row_blocks(q: torch.Tensor, k: torch.Tensor):
+    """Query row ranges [start, stop) such that one block's scores stay near _BLOCK_ELEMENTS."""
+    b, sq, hq, _ = q.shape
+    rows = max(1, _BLOCK_ELEMENTS // max(1, b * hq * k.shape[1]))
+    return [(start, min(start + rows, sq)) for start in range(0, sq, rows)]
+
+
+def _probabilities(q_blk, kg, start, softmax_scale, causal, causal_offset):
+    """Softmax probabilities P (B, Hk, G, rows, Sk) and lse (B, Hk, G, rows) of one query block."""
+    scores = torch.matmul(q_blk, kg.transpose(-1, -2)) * softmax_scale
+    if causal:
+        rows = torch.arange(start, start + q_blk.shape[-2], device=q_blk.device)
+        cols = torch.arange(kg.shape[-2], device=q_blk.device)
+        visible = cols[None, :] <= rows[:, None] + causal_offset
+        scores = scores.masked_fill(~visible, -math.inf)
+    lse = torch.logsumexp(scores, dim=-1)
+    # Fully masked rows have lse = -inf; subtracting 0 instead keeps exp(-inf) = 0 rather than NaN.
+    shift = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)
+    return torch.exp(scores - shift.unsqueeze(-1)), lse
+
+
+def is_empty(q: torch.Tensor, k: torch.Tensor) -> bool:
+    """No output rows, or no keys: the result is fixed without any arithmetic."""
+    return q.shape[0] == 0 or q.shape[1] == 0 or q.shape[2] == 0 or k.shape[1] == 0
+
+
+def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
+    """Attention forward. Returns (out (B, Sq, Hq, D) in q.dtype, lse (B, Hq, Sq) float32)."""
+    b, sq, hq, d = q.shape
+    if is_empty(q, k):
+        out = torch.zeros((b, sq, hq, d), dtype=q.dtype, device=q.device)
+        return out, torch.full((b, hq, sq), -math.inf, dtype=torch.float32, device=q.device)
+    cdt = _compute_dtype(q.dtype)
+    groups = hq // k.shape[2]
+    qg, kg, vg = _heads_grouped(q, groups, cdt), _kv_grouped(k, cdt), _kv_grouped(v, cdt)
+    out_blocks, lse_blocks = [], []
+    for start, stop in _row_blocks(q, k):
+        p, lse_blk = _probabilities(qg[..., start:stop, :], kg, start, softmax_scale, causal, causal_offset)
+        out_blocks.append(torch.matmul(p, vg))
+        lse_blocks.append(lse_blk)
+    out = _ungroup(torch.cat(out_blocks, dim=-2), q.dtype)
+    lse = torch.cat(lse_blocks, dim=-1).reshape(b, hq, sq).to(torch.float32).contiguous()
+    return out, lse
+
+
+def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal_offset: int):
+    """Attention backward. Returns (dq, dk, dv), contiguous, shaped and typed like q, k, v.
+
+    ``out`` enters through rowsum(dout * out), as in the kernels. ``lse`` is recomputed in the compute
+    dtype instead of read back, so float64 inputs get float64-accurate gradients.
+    """
+    if is_empty(q, k):
+        return tuple(torch.zeros(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
+    del lse  # recomputed per block, see the docstring
+    cdt = _compute_dtype(q.dtype)
+    groups = q.shape[2] // k.shape[2]
+    qg, kg, vg = _heads_grouped(q, groups, cdt), _kv_grouped(k, cdt), _kv_grouped(v, cdt)
+    dog, og = _heads_grouped(dout, groups, cdt), _heads_grouped(out, groups, cdt)
+    dpsum = (dog * og).sum(dim=-1)  # (B, Hk, G, Sq)
+    dkg = torch.zeros(kg.shape[:2] + kg.shape[3:], dtype=cdt, device=q.device)  # (B, Hk, Sk, D)
+    dvg = torch.zeros_like(dkg)
+    dq_blocks = []
+    for start, stop in _row_blocks(q, k):
+        q_blk, do_blk = qg[..., start:stop, :], dog[..., start:stop, :]
+        p, _ = _probabilities(q_blk, kg, start, softmax_scale, causal, causal_offset)
+        dvg += torch.matmul(p.transpose(-1, -2), do_blk).sum(dim=2)
+        dp = torch.matmul(do_blk, vg.transpose(-1, -2))
+        ds = p * (dp - dpsum[..., start:stop].unsqueeze(-1))
+        dq_blocks.append(torch.matmul(ds, kg) * softmax_scale)
+        dkg += torch.matmul(ds.transpose(-1, -2), q_blk).sum(dim=2) * softmax_scale
+    dq = _ungroup(torch.cat(dq_blocks, dim=-2), q.dtype)
+    dk = dkg.permute(0, 2, 1, 3).to(k.dtype).contiguous()
+    dv = dvg.permute(0, 2, 1, 3).to(v.dtype).contiguous()
+    return dq, dk, dv

@@ -1,0 +1,100 @@
+"""Shared test helpers: Hopper detection, a float64 reference attention, FA3's tolerance rule.
+
+Import the helpers in a test module with ``from conftest import ref_attention, assert_close_fa3,
+requires_hopper`` (pytest puts tests/ on sys.path). Tests marked ``gpu`` are skipped automatically
+without a Hopper (sm_90) GPU.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+
+def has_hopper() -> bool:
+    """True when torch sees a CUDA device of compute capability 9.0."""
+    return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+
+
+requires_hopper = pytest.mark.skipif(not has_hopper(), reason="needs a Hopper (sm_90) GPU")
+
+
+def pytest_collection_modifyitems(config, items):
+    if has_hopper():
+        return
+    skip = pytest.mark.skip(reason="marked gpu: needs a Hopper (sm_90) GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def ref_attention(q, k, v, scale=None, causal=False, causal_offset=0, dtype=torch.float64):
+    """Attention computed naively in ``dtype`` (float64 by default: the reference; q.dtype: FA3's
+    "pt", the same math in the input precision). Differentiable, no NaN for fully masked rows.
+
+    q (B, Sq, Hq, D), k/v (B, Sk, Hk, D), Hq a multiple of Hk (query head h reads kv head
+    h // (Hq // Hk)); key j visible to query i iff j <= i + causal_offset when causal.
+    Returns out (B, Sq, Hq, D) and lse (B, Hq, Sq), both in ``dtype``; rows without a visible key
+    give out 0 and lse -inf.
+    """
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    groups = q.shape[2] // max(k.shape[2], 1)
+    qc = q.to(dtype)
+    kc = k.to(dtype).repeat_interleave(groups, dim=2)
+    vc = v.to(dtype).repeat_interleave(groups, dim=2)
+    scores = torch.einsum("bihd,bjhd->bhij", qc, kc) * scale
+    sq, sk = q.shape[1], k.shape[1]
+    visible = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
+    if causal:
+        rows = torch.arange(sq, device=q.device)[:, None]
+        cols = torch.arange(sk, device=q.device)[None, :]
+        visible = cols <= rows + causal_offset
+    any_visible = visible.any(dim=-1, keepdim=True)  # (Sq, 1)
+    masked = scores.masked_fill(~visible, -math.inf)
+    # Rows with nothing visible get finite dummy scores for the logsumexp (their P is zero anyway),
+    # which keeps both the forward and its autograd free of NaN.
+    lse = torch.logsumexp(masked.masked_fill(~any_visible, 0.0), dim=-1)
+    p = torch.exp(masked - lse.unsqueeze(-1))
+    out = torch.einsum("bhij,bjhd->bihd", p, vc)
+    lse = lse.masked_fill(~any_visible.squeeze(-1), -math.inf)
+    return out, lse
+
+
+def fa3_atol(ref) -> float:
+    """FA3's absolute slack: twice the float32 rounding noise at the reference's magnitude
+    (max|(r + 0.3) - 0.3 - r| in float32), floored at float32's eps, the noise of the O(1)
+    intermediates (scores, dP) that an exactly-zero reference would otherwise leave no room for."""
+    r = ref.detach().to(torch.float32)
+    r = torch.where(torch.isfinite(r), r, 0.0)
+    noise = ((r + 0.3) - 0.3 - r).abs().max().item() if r.numel() else 0.0
+    return max(2 * noise, torch.finfo(torch.float32).eps)
+
+
+def assert_close_fa3(out, ref, pt, atol, name):
+    """FA3's rule: max|out - ref| <= 2 * max|pt - ref| + atol.
+
+    ``ref`` is the float64 (or float32) reference, ``pt`` the same math in the input dtype. Non-finite
+    entries of ``ref`` (lse = -inf of fully masked rows) must be matched exactly by ``out``; the rest
+    is compared in float64.
+    """
+    assert out.shape == ref.shape == pt.shape, f"{name}: shapes out {tuple(out.shape)}, ref " \
+        f"{tuple(ref.shape)}, pt {tuple(pt.shape)}"
+    out64, ref64, pt64 = (t.detach().to(torch.float64) for t in (out, ref, pt))
+    finite = torch.isfinite(ref64)
+    bad = (~finite & (out64 != ref64)) | (finite & ~torch.isfinite(out64))
+    if bad.any():
+        idx = tuple(int(i) for i in bad.nonzero()[0])
+        raise AssertionError(f"{name}: non-finite mismatch at {idx}: out {out64[idx].item()}, "
+                             f"ref {ref64[idx].item()} ({int(bad.sum())} such entries)")
+    if not finite.any():
+        return
+    err = torch.where(finite, (out64 - ref64).abs(), 0.0)
+    pt_err = torch.where(finite, (pt64 - ref64).abs(), 0.0).max().item()
+    bound = 2 * pt_err + atol
+    worst = err.max().item()
+    if not worst <= bound:
+        idx = tuple(int(i) for i in (err == worst).nonzero()[0])
+        raise AssertionError(f"{name}: max|out - ref| = {worst:.4g} > 2 * max|pt - ref| + atol = "
+                             f"2 * {pt_err:.4g} + {atol:.4g} = {bound:.4g}; worst at {idx}: "
+                             f"out {out64[idx].item():.6g}, ref {ref64[idx].item():.6g}")
