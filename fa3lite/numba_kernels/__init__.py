@@ -1,0 +1,6 @@
+"""numba-cuda kernels: the reference attention (oracle) and the backward's auxiliary kernels.
+
+``reference``: attention_forward / attention_backward, fp32, never storing Sq x Sk.
+``aux``: dot_do_o, convert_dq, reduce_gqa.
+Submodules are imported on demand so that importing fa3lite does not import numba.
+"""

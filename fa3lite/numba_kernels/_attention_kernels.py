@@ -1,0 +1,296 @@
+"""numba-cuda kernels of the reference attention (fp32 in, fp32 accumulate, fp32 out).
+
+All tensors are fp32 in the (B, S, H, D) layout; lse and dpsum are (B, Hq, Sq). Masking rule: key j is
+visible to query i iff j < Sk and (not causal or j <= i + causal_offset). A row with no visible key
+gets out = 0 and lse = -inf in the forward, and P = 0 (so no gradient) in the backward.
+
+Grids:
+  forward, dq: (ceil(Sq / block_rows), Hq, B), one block per query-row tile of one head.
+  dkv:         (ceil(Sk / block_rows), Hk, B), one block per key-row tile of one kv head; it loops over
+               the Hq/Hk query heads of its group and all query tiles, so dK/dV need no atomics and
+               come out deterministic.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numba.cuda as ncuda
+import numpy as np
+
+from ._tiles import Tiles, tile_ops
+
+
+def _check_geometry(tiles: Tiles) -> None:
+    # The forward's per-row softmax step gives one thread to each row of the tile.
+    if tiles.threads < tiles.block_rows:
+        raise ValueError(f"tiles: need threads >= block_rows, got {tiles}")
+
+
+@functools.lru_cache(maxsize=None)
+def forward_kernel(tiles: Tiles, head_dim_pad: int):
+    """Kernel (q, k, v, out, lse, sq, sk, d, group, causal, offset, scale); see module doc for the grid."""
+    _check_geometry(tiles)
+    ops = tile_ops(tiles, head_dim_pad)
+    score_tile, accumulate = ops.score_tile, ops.accumulate
+    TX, RM, CN, DC = tiles.threads_x, tiles.rows_per_thread, tiles.cols_per_thread, ops.acc_o_shape[1]
+    BM, BN = tiles.block_rows, tiles.block_cols
+    X_SHAPE, Y_SHAPE, W_SHAPE, Z_SHAPE = ops.x_shape, ops.y_shape, ops.w_shape, ops.z_shape
+    S_SHAPE, O_SHAPE = ops.acc_s_shape, ops.acc_o_shape
+
+    @ncuda.jit
+    def kernel(q, k, v, out, lse, sq, sk, d, group, causal, offset, scale):
+        t = ncuda.threadIdx.x
+        ty = t // TX
+        tx = t % TX
+        m0 = ncuda.blockIdx.x * BM
+        h = ncuda.blockIdx.y
+        b = ncuda.blockIdx.z
+        hk = h // group
+        neg_inf = np.float32(-math.inf)
+        nr = min(BM, sq - m0)
+
+        sx = ncuda.shared.array(X_SHAPE, np.float32)
+        sy = ncuda.shared.array(Y_SHAPE, np.float32)
+        sw = ncuda.shared.array(W_SHAPE, np.float32)
+        sz = ncuda.shared.array(Z_SHAPE, np.float32)
+        row_max = ncuda.shared.array(BM, np.float32)
+        row_sum = ncuda.shared.array(BM, np.float32)
+        row_alpha = ncuda.shared.array(BM, np.float32)
+        acc_s = ncuda.local.array(S_SHAPE, np.float32)
+        acc_o = ncuda.local.array(O_SHAPE, np.float32)
+
+        if t < BM:
+            row_max[t] = neg_inf
+            row_sum[t] = np.float32(0.0)
+        for i in range(RM):
+            for cc in range(DC):
+                acc_o[i, cc] = np.float32(0.0)
+
+        # Keys past the last one the tile's bottom row can see need no visit.
+        n_end = sk
+        if causal:
+            n_end = max(0, min(sk, m0 + BM + offset))
+        for n0 in range(0, n_end, BN):
+            nc = min(BN, sk - n0)
+            score_tile(q, b, h, m0, nr, k, hk, n0, nc, d, sx, sy, acc_s)
+            for i in range(RM):
+                qi = m0 + ty * RM + i
+                for c in range(CN):
+                    kj = n0 + tx + TX * c
+                    s = acc_s[i, c] * scale
+                    if qi >= sq or kj >= sk or (causal and kj > qi + offset):
+                        s = neg_inf
+                    sw[ty * RM + i, tx + TX * c] = s
+            ncuda.syncthreads()
+            # Online softmax, one thread per row: new running max, rescale factor, P in place of S.
+            if t < BM:
+                m_old = row_max[t]
+                m_new = m_old
+                for j in range(BN):
+                    m_new = max(m_new, sw[t, j])
+                alpha = np.float32(1.0)
+                if m_new != neg_inf:
+                    alpha = math.exp(m_old - m_new)
+                p_sum = np.float32(0.0)
+                for j in range(BN):
+                    s = sw[t, j]
+                    p = np.float32(0.0)
+                    if s != neg_inf:
+                        p = math.exp(s - m_new)
+                    sw[t, j] = p
+                    p_sum += p
+                row_max[t] = m_new
+                row_sum[t] = row_sum[t] * alpha + p_sum
+                row_alpha[t] = alpha
+            ncuda.syncthreads()
+            for i in range(RM):
+                a = row_alpha[ty * RM + i]
+                for cc in range(DC):
+                    acc_o[i, cc] *= a
+            accumulate(sw, v, b, hk, n0, nc, d, sz, acc_o)
+        ncuda.syncthreads()
+
+        for i in range(RM):
+            r = ty * RM + i
+            if m0 + r < sq:
+                l = row_sum[r]
+                inv = np.float32(0.0)
+                if l > np.float32(0.0):
+                    inv = np.float32(1.0) / l
+                for cc in range(DC):
+                    col = tx + TX * cc
+                    if col < d:
+                        out[b, m0 + r, h, col] = acc_o[i, cc] * inv
+        if t < nr:
+            l = row_sum[t]
+            val = neg_inf
+            if l > np.float32(0.0):
+                val = row_max[t] + math.log(l)
+            lse[b, h, m0 + t] = val
+
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def dq_kernel(tiles: Tiles, head_dim_pad: int):
+    """Kernel (q, k, v, dout, lse, dpsum, dq, sq, sk, d, group, causal, offset, scale).
+
+    dq = scale * dS K with dS = P * (dO V^T - dpsum), P = exp(scale Q K^T - lse) on visible entries.
+    """
+    ops = tile_ops(tiles, head_dim_pad)
+    score_tile, accumulate = ops.score_tile, ops.accumulate
+    TX, RM, CN, DC = tiles.threads_x, tiles.rows_per_thread, tiles.cols_per_thread, ops.acc_o_shape[1]
+    BM, BN = tiles.block_rows, tiles.block_cols
+    X_SHAPE, Y_SHAPE, W_SHAPE, Z_SHAPE = ops.x_shape, ops.y_shape, ops.w_shape, ops.z_shape
+    S_SHAPE, O_SHAPE = ops.acc_s_shape, ops.acc_o_shape
+
+    @ncuda.jit
+    def kernel(q, k, v, dout, lse, dpsum, dq, sq, sk, d, group, causal, offset, scale):
+        t = ncuda.threadIdx.x
+        ty = t // TX
+        tx = t % TX
+        m0 = ncuda.blockIdx.x * BM
+        h = ncuda.blockIdx.y
+        b = ncuda.blockIdx.z
+        hk = h // group
+        neg_inf = np.float32(-math.inf)
+        nr = min(BM, sq - m0)
+
+        sx = ncuda.shared.array(X_SHAPE, np.float32)
+        sy = ncuda.shared.array(Y_SHAPE, np.float32)
+        sw = ncuda.shared.array(W_SHAPE, np.float32)
+        sz = ncuda.shared.array(Z_SHAPE, np.float32)
+        acc_s = ncuda.local.array(S_SHAPE, np.float32)
+        acc_dp = ncuda.local.array(S_SHAPE, np.float32)
+        acc_dq = ncuda.local.array(O_SHAPE, np.float32)
+        row_lse = ncuda.local.array(RM, np.float32)
+        row_dps = ncuda.local.array(RM, np.float32)
+
+        for i in range(RM):
+            qi = m0 + ty * RM + i
+            row_lse[i] = neg_inf
+            row_dps[i] = np.float32(0.0)
+            if qi < sq:
+                row_lse[i] = lse[b, h, qi]
+                row_dps[i] = dpsum[b, h, qi]
+            for cc in range(DC):
+                acc_dq[i, cc] = np.float32(0.0)
+
+        n_end = sk
+        if causal:
+            n_end = max(0, min(sk, m0 + BM + offset))
+        for n0 in range(0, n_end, BN):
+            nc = min(BN, sk - n0)
+            score_tile(q, b, h, m0, nr, k, hk, n0, nc, d, sx, sy, acc_s)
+            score_tile(dout, b, h, m0, nr, v, hk, n0, nc, d, sx, sy, acc_dp)
+            for i in range(RM):
+                qi = m0 + ty * RM + i
+                for c in range(CN):
+                    kj = n0 + tx + TX * c
+                    ds = np.float32(0.0)
+                    visible = qi < sq and kj < sk and not (causal and kj > qi + offset)
+                    if visible and row_lse[i] != neg_inf:
+                        p = math.exp(acc_s[i, c] * scale - row_lse[i])
+                        ds = p * (acc_dp[i, c] - row_dps[i])
+                    sw[ty * RM + i, tx + TX * c] = ds
+            accumulate(sw, k, b, hk, n0, nc, d, sz, acc_dq)
+
+        for i in range(RM):
+            qi = m0 + ty * RM + i
+            if qi < sq:
+                for cc in range(DC):
+                    col = tx + TX * cc
+                    if col < d:
+                        dq[b, qi, h, col] = acc_dq[i, cc] * scale
+
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def dkv_kernel(tiles: Tiles, head_dim_pad: int):
+    """Kernel (q, k, v, dout, lse, dpsum, dk, dv, sq, sk, d, group, causal, offset, scale).
+
+    Tile rows are keys, tile columns queries: dV = P^T dO and dK = scale * dS^T Q, summed over the
+    query heads of the kv head's group.
+    """
+    ops = tile_ops(tiles, head_dim_pad)
+    score_tile, accumulate = ops.score_tile, ops.accumulate
+    TX, RM, CN, DC = tiles.threads_x, tiles.rows_per_thread, tiles.cols_per_thread, ops.acc_o_shape[1]
+    BM, BN = tiles.block_rows, tiles.block_cols
+    X_SHAPE, Y_SHAPE, W_SHAPE, Z_SHAPE = ops.x_shape, ops.y_shape, ops.w_shape, ops.z_shape
+    S_SHAPE, O_SHAPE = ops.acc_s_shape, ops.acc_o_shape
+
+    @ncuda.jit
+    def kernel(q, k, v, dout, lse, dpsum, dk, dv, sq, sk, d, group, causal, offset, scale):
+        t = ncuda.threadIdx.x
+        ty = t // TX
+        tx = t % TX
+        n0 = ncuda.blockIdx.x * BM
+        hk = ncuda.blockIdx.y
+        b = ncuda.blockIdx.z
+        neg_inf = np.float32(-math.inf)
+        nr = min(BM, sk - n0)
+
+        sx = ncuda.shared.array(X_SHAPE, np.float32)
+        sy = ncuda.shared.array(Y_SHAPE, np.float32)
+        sw = ncuda.shared.array(W_SHAPE, np.float32)
+        sz = ncuda.shared.array(Z_SHAPE, np.float32)
+        acc_p = ncuda.local.array(S_SHAPE, np.float32)
+        acc_dp = ncuda.local.array(S_SHAPE, np.float32)
+        acc_dk = ncuda.local.array(O_SHAPE, np.float32)
+        acc_dv = ncuda.local.array(O_SHAPE, np.float32)
+        col_lse = ncuda.local.array(CN, np.float32)
+        col_dps = ncuda.local.array(CN, np.float32)
+
+        for i in range(RM):
+            for cc in range(DC):
+                acc_dk[i, cc] = np.float32(0.0)
+                acc_dv[i, cc] = np.float32(0.0)
+
+        # The first query that sees key n0 is n0 - offset; earlier queries see none of this tile.
+        m_start = 0
+        if causal:
+            m_start = max(0, n0 - offset)
+        for g in range(group):
+            h = hk * group + g
+            for m0 in range(m_start, sq, BN):
+                mc = min(BN, sq - m0)
+                for c in range(CN):
+                    qi = m0 + tx + TX * c
+                    col_lse[c] = neg_inf
+                    col_dps[c] = np.float32(0.0)
+                    if qi < sq:
+                        col_lse[c] = lse[b, h, qi]
+                        col_dps[c] = dpsum[b, h, qi]
+                score_tile(k, b, hk, n0, nr, q, h, m0, mc, d, sx, sy, acc_p)
+                score_tile(v, b, hk, n0, nr, dout, h, m0, mc, d, sx, sy, acc_dp)
+                for i in range(RM):
+                    kj = n0 + ty * RM + i
+                    for c in range(CN):
+                        qi = m0 + tx + TX * c
+                        p = np.float32(0.0)
+                        visible = qi < sq and kj < sk and not (causal and kj > qi + offset)
+                        if visible and col_lse[c] != neg_inf:
+                            p = math.exp(acc_p[i, c] * scale - col_lse[c])
+                        acc_p[i, c] = p
+                        sw[ty * RM + i, tx + TX * c] = p
+                accumulate(sw, dout, b, h, m0, mc, d, sz, acc_dv)
+                # Every thread must be done reading P before dS overwrites it.
+                ncuda.syncthreads()
+                for i in range(RM):
+                    for c in range(CN):
+                        sw[ty * RM + i, tx + TX * c] = acc_p[i, c] * (acc_dp[i, c] - col_dps[c])
+                accumulate(sw, q, b, h, m0, mc, d, sz, acc_dk)
+
+        for i in range(RM):
+            kj = n0 + ty * RM + i
+            if kj < sk:
+                for cc in range(DC):
+                    col = tx + TX * cc
+                    if col < d:
+                        dk[b, kj, hk, col] = acc_dk[i, cc] * scale
+                        dv[b, kj, hk, col] = acc_dv[i, cc]
+
+    return kernel

@@ -1,0 +1,375 @@
+"""Tests of the numba reference attention (fa3lite.numba_kernels.reference) against float64 torch.
+
+How the simulator tests are isolated: numba reads NUMBA_ENABLE_CUDASIM once, when it is first
+imported, and a process that imported numba.cuda for real cannot switch. So the CPU cases here are
+skipped in the ordinary pytest process, and ``test_simulator_suite`` re-runs this very file in a fresh
+Python subprocess with NUMBA_ENABLE_CUDASIM=1 (only there do the ``sim``-marked cases run). The
+variable never touches the parent process. Setting NUMBA_ENABLE_CUDASIM=1 for the whole pytest run
+also works: the cases then run in-process and the launcher skips itself.
+
+GPU cases (``gpu`` marker) run in the ordinary process on any CUDA GPU and are skipped without one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+HAS_CUDA = (not SIMULATOR) and torch.cuda.is_available()
+
+sim = pytest.mark.skipif(not SIMULATOR, reason="runs in the simulator subprocess (test_simulator_suite)")
+
+SIM_SUITE_TIMEOUT_S = 900
+# The oracle (fp32 accumulation) must be within twice the error of torch's fp32 math plus this,
+# both measured against float64 (the project's correctness rule, with fp32 as the oracle's dtype).
+ATOL = 1e-5
+
+
+# ----------------------------------------------------------------------------- float64 reference
+def _mask(sq: int, sk: int, causal: bool, offset: int, device) -> torch.Tensor:
+    """(Sq, Sk) bool, True where key j is visible to query i."""
+    i = torch.arange(sq, device=device)[:, None]
+    j = torch.arange(sk, device=device)[None, :]
+    visible = torch.ones(sq, sk, dtype=torch.bool, device=device)
+    return visible & (j <= i + offset) if causal else visible
+
+
+def torch_attention(q, k, v, scale, causal, offset, dtype=torch.float64):
+    """Explicit softmax(scale q k^T + mask) v in ``dtype``; differentiable. Returns out, lse.
+
+    q (B, Sq, Hq, D), k/v (B, Sk, Hk, D); rows with no visible key give out 0 and lse -inf.
+    """
+    q, k, v = (t.to(dtype) for t in (q, k, v))
+    group = q.shape[2] // k.shape[2]
+    k = k.repeat_interleave(group, dim=2)
+    v = v.repeat_interleave(group, dim=2)
+    s = torch.einsum("bqhd,bkhd->bhqk", q, k) * scale
+    visible = _mask(q.shape[1], k.shape[1], causal, offset, q.device)
+    s = s.masked_fill(~visible, -math.inf)
+    lse = torch.logsumexp(s, dim=-1)
+    # exp(-inf - (-inf)) is nan on fully masked rows: those rows have no probability mass at all.
+    p = torch.where(visible, torch.exp(s - lse[..., None]), torch.zeros((), dtype=dtype, device=q.device))
+    p = torch.nan_to_num(p, nan=0.0)
+    return torch.einsum("bhqk,bkhd->bqhd", p, v), lse
+
+
+def torch_grads(dout, q, k, v, scale, causal, offset, dtype=torch.float64):
+    leaves = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
+    out, _ = torch_attention(*leaves, scale, causal, offset, dtype)
+    out.backward(dout.to(dtype))
+    return tuple(t.grad for t in leaves)
+
+
+def assert_fa_rule(name: str, got: torch.Tensor, pt: torch.Tensor, ref: torch.Tensor, atol: float = ATOL) -> None:
+    """max|got - ref| <= 2 max|pt - ref| + atol, with lse-style -inf entries required to match."""
+    assert got.shape == ref.shape, f"{name}: shape {tuple(got.shape)} != {tuple(ref.shape)}"
+    got64, pt64 = got.double(), pt.double()
+    inf = torch.isinf(ref)
+    assert torch.equal(torch.isinf(got64), inf), f"{name}: -inf pattern differs from the reference"
+    if ref.numel() == 0:
+        return
+    ref_f = ref.masked_fill(inf, 0)
+    err = (got64.masked_fill(inf, 0) - ref_f).abs().max().item()
+    pt_err = (pt64.masked_fill(inf, 0) - ref_f).abs().max().item()
+    assert err <= 2 * pt_err + atol, f"{name}: max err {err:.3g} > 2 * {pt_err:.3g} + {atol:g}"
+
+
+def make_inputs(b, sq, sk, hq, hk, d, dtype, device="cpu", strided=False, seed=0):
+    """q, k, v, dout; ``strided`` builds them as (B, H, S, D) transposed to (B, S, H, D)."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+
+    def rand(s, h):
+        shape = (b, h, s, d) if strided else (b, s, h, d)
+        t = torch.randn(shape, generator=gen).to(device=device, dtype=dtype)
+        return t.transpose(1, 2) if strided else t
+
+    return rand(sq, hq), rand(sk, hk), rand(sk, hk), rand(sq, hq)
+
+
+def check_against_torch(q, k, v, dout, scale, causal, offset, **kw):
+    """Run the oracle forward and backward and apply the FA rule to out, lse, dq, dk, dv."""
+    from fa3lite.numba_kernels.reference import attention_backward, attention_forward
+
+    out, lse = attention_forward(q, k, v, scale, causal, offset, **kw)
+    assert out.dtype == torch.float32 and lse.dtype == torch.float32
+    ref_out, ref_lse = torch_attention(q, k, v, scale, causal, offset)
+    pt_out, pt_lse = torch_attention(q, k, v, scale, causal, offset, torch.float32)
+    assert_fa_rule("out", out, pt_out, ref_out)
+    assert_fa_rule("lse", lse, pt_lse, ref_lse)
+
+    grads = attention_backward(dout, q, k, v, out, lse, scale, causal, offset, **kw)
+    ref_grads = torch_grads(dout, q, k, v, scale, causal, offset)
+    pt_grads = torch_grads(dout, q, k, v, scale, causal, offset, torch.float32)
+    for name, got, pt, ref in zip(("dq", "dk", "dv"), grads, pt_grads, ref_grads):
+        assert got.dtype == torch.float32
+        assert_fa_rule(name, got, pt, ref)
+    return (out, lse), grads
+
+
+# ----------------------------------------------------------------------------- simulator launcher
+@pytest.mark.skipif(SIMULATOR, reason="this process is the simulator run")
+def test_simulator_suite():
+    """Run this file's simulator cases in a subprocess with NUMBA_ENABLE_CUDASIM=1."""
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not gpu", __file__]
+    res = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=SIM_SUITE_TIMEOUT_S)
+    log = res.stdout[-12000:] + res.stderr[-4000:]
+    assert res.returncode == 0, log
+    assert " passed" in res.stdout and "failed" not in res.stdout, log
+
+
+# ----------------------------------------------------------------------------- simulator cases
+DTYPES = st.sampled_from([torch.float16, torch.float32])
+
+
+@st.composite
+def problems(draw):
+    hq = draw(st.sampled_from([1, 2, 4]))
+    hk = draw(st.sampled_from([h for h in (1, 2, 4) if hq % h == 0]))
+    sq = draw(st.integers(0, 20))
+    sk = draw(st.integers(0, 20))
+    causal = draw(st.booleans())
+    alignment = draw(st.sampled_from(["bottom_right", "top_left", "any"]))
+    if alignment == "bottom_right":
+        offset = sk - sq
+    elif alignment == "top_left":
+        offset = 0
+    else:
+        offset = draw(st.integers(-sq - 2, sk + 2))
+    return dict(
+        b=draw(st.integers(1, 2)),
+        sq=sq,
+        sk=sk,
+        hq=hq,
+        hk=hk,
+        d=draw(st.sampled_from([8, 16])),
+        causal=causal,
+        offset=offset,
+        dtype=draw(DTYPES),
+        strided=draw(st.booleans()),
+        scale=draw(st.sampled_from([None, 0.3, 1.7])),
+        seed=draw(st.integers(0, 2**16)),
+    )
+
+
+@sim
+@settings(max_examples=40, deadline=None)
+@given(problems())
+def test_matches_float64(p):
+    q, k, v, dout = make_inputs(p["b"], p["sq"], p["sk"], p["hq"], p["hk"], p["d"], p["dtype"],
+                                strided=p["strided"], seed=p["seed"])
+    scale = p["scale"] if p["scale"] is not None else p["d"] ** -0.5
+    check_against_torch(q, k, v, dout, scale, p["causal"], p["offset"])
+
+
+@sim
+def test_fully_masked_rows_bottom_right():
+    """Causal, Sq > Sk, bottom-right: the first Sq - Sk rows see no key -> out 0, lse -inf, no grads."""
+    b, sq, sk, hq, hk, d = 1, 11, 5, 2, 1, 8
+    q, k, v, dout = make_inputs(b, sq, sk, hq, hk, d, torch.float32, seed=1)
+    (out, lse), (dq, dk, dv) = check_against_torch(q, k, v, dout, d**-0.5, True, sk - sq)
+    masked = sq - sk
+    assert torch.all(out[:, :masked] == 0)
+    assert torch.all(lse[:, :, :masked] == -math.inf)
+    assert torch.all(torch.isfinite(lse[:, :, masked:]))
+    assert torch.all(dq[:, :masked] == 0)
+    assert dk.abs().sum() > 0 and dv.abs().sum() > 0
+
+
+@sim
+def test_no_keys():
+    """Sk == 0: every row is fully masked; dk and dv are empty."""
+    q, k, v, dout = make_inputs(2, 6, 0, 2, 2, 8, torch.float16, seed=2)
+    (out, lse), (dq, dk, dv) = check_against_torch(q, k, v, dout, 0.5, False, 0)
+    assert torch.all(out == 0) and torch.all(lse == -math.inf) and torch.all(dq == 0)
+    assert dk.shape == (2, 0, 2, 8) and dv.shape == (2, 0, 2, 8)
+
+
+@sim
+def test_no_queries():
+    """Sq == 0: empty out/lse/dq, zero dk/dv."""
+    q, k, v, dout = make_inputs(1, 0, 7, 4, 2, 8, torch.float32, seed=3)
+    (out, lse), (dq, dk, dv) = check_against_torch(q, k, v, dout, 0.5, True, 7)
+    assert out.shape == (1, 0, 4, 8) and lse.shape == (1, 4, 0) and dq.shape == (1, 0, 4, 8)
+    assert torch.all(dk == 0) and torch.all(dv == 0)
+
+
+@sim
+def test_gpu_tile_geometry_in_simulator():
+    """The GPU tiles (64 x 64, D chunks of 32) on a shape crossing tile edges, with D not a multiple of
+    the thread columns (40) and GQA, so the GPU geometry's index math is checked on CPU too."""
+    from fa3lite.numba_kernels._tiles import GPU_TILES
+
+    q, k, v, dout = make_inputs(1, 67, 70, 2, 1, 40, torch.float16, seed=4)
+    check_against_torch(q, k, v, dout, 40**-0.5, True, 70 - 67, _tiles=GPU_TILES)
+
+
+@sim
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (lambda q, k, v: (q[0], k, v), "q: expected a 4-D tensor"),
+        (lambda q, k, v: (q, torch.zeros(1, 4, 3, 8), torch.zeros(1, 4, 3, 8)), "k: expected a number of heads"),
+        (lambda q, k, v: (q, k, v[:, :-1]), "v: expected the shape of k"),
+        (lambda q, k, v: (q, k[..., :4], v[..., :4]), "k: expected head dim"),
+        (lambda q, k, v: (q.double(), k, v), "q: expected dtype"),
+        (lambda q, k, v: (q, k.int(), v), "k: expected dtype"),
+    ],
+)
+def test_bad_inputs_name_the_argument(mutate, match):
+    from fa3lite.numba_kernels.reference import attention_forward
+
+    q, k, v, _ = make_inputs(1, 4, 4, 4, 2, 8, torch.float32)
+    with pytest.raises((TypeError, ValueError), match=match):
+        attention_forward(*mutate(q, k, v), 0.5, False, 0)
+
+
+@sim
+def test_bad_backward_inputs_name_the_argument():
+    from fa3lite.numba_kernels.reference import attention_backward
+
+    q, k, v, dout = make_inputs(1, 4, 4, 2, 2, 8, torch.float32)
+    lse = torch.zeros(1, 2, 4)
+    with pytest.raises(ValueError, match="lse: expected shape"):
+        attention_backward(dout, q, k, v, q, lse[:, :1], 0.5, False, 0)
+    with pytest.raises(ValueError, match="dout: expected shape"):
+        attention_backward(dout[:, :3], q, k, v, q, lse, 0.5, False, 0)
+    with pytest.raises(TypeError, match="lse: expected dtype"):
+        attention_backward(dout, q, k, v, q, lse.half(), 0.5, False, 0)
+    with pytest.raises(ValueError, match="softmax_scale"):
+        attention_backward(dout, q, k, v, q, lse, math.nan, False, 0)
+
+
+@pytest.mark.skipif(SIMULATOR or HAS_CUDA, reason="checks the error for CPU tensors without the simulator")
+def test_cpu_tensor_without_simulator_is_a_clear_error():
+    from fa3lite.numba_kernels.reference import attention_forward
+
+    q, k, v, _ = make_inputs(1, 4, 4, 2, 2, 8, torch.float32)
+    with pytest.raises(ValueError, match="q: expected a CUDA tensor"):
+        attention_forward(q, k, v, 0.5, False, 0)
+
+
+# ----------------------------------------------------------------------------- GPU cases
+def _spot_reference(q, k, v, dout, scale, causal, offset, rows, keys, chunk=256):
+    """float64 out/dq for query ``rows`` and dk/dv for key ``keys``, never holding Sq x Sk at once.
+
+    Shapes: q/dout (B, Sq, Hq, D), k/v (B, Sk, Hk, D). Returns four dicts keyed by row/key index,
+    values (B, H, D) float64 (H = Hq for out/dq, Hk for dk/dv).
+    """
+    q64, k64, v64, do64 = (t.double() for t in (q, k, v, dout))
+    b, sq, hq, d = q.shape
+    sk, hk = k.shape[1], k.shape[2]
+    group = hq // hk
+    kr = k64.repeat_interleave(group, dim=2)  # (B, Sk, Hq, D)
+    vr = v64.repeat_interleave(group, dim=2)
+    key_idx = torch.arange(sk, device=q.device)
+    query_idx = torch.arange(sq, device=q.device)
+
+    def probs(i0, i1):
+        """P (B, Hq, i1 - i0, Sk) and lse (B, Hq, i1 - i0) for query rows i0..i1."""
+        s = torch.einsum("bqhd,bkhd->bhqk", q64[:, i0:i1], kr) * scale
+        if causal:
+            s = s.masked_fill(key_idx[None, :] > query_idx[i0:i1, None] + offset, -math.inf)
+        lse = torch.logsumexp(s, dim=-1)
+        return torch.nan_to_num(torch.exp(s - lse[..., None]), nan=0.0), lse
+
+    lse = torch.empty(b, hq, sq, dtype=torch.float64, device=q.device)
+    dpsum = torch.empty_like(lse)
+    for i0 in range(0, sq, chunk):
+        i1 = min(sq, i0 + chunk)
+        p, lse[:, :, i0:i1] = probs(i0, i1)
+        o = torch.einsum("bhqk,bkhd->bqhd", p, vr)
+        dpsum[:, :, i0:i1] = (do64[:, i0:i1] * o).sum(-1).transpose(1, 2)
+    out, dq = {}, {}
+    for i in rows:
+        p, _ = probs(i, i + 1)
+        out[i] = torch.einsum("bhqk,bkhd->bhd", p, vr)
+        dp = torch.einsum("bhd,bkhd->bhk", do64[:, i], vr)
+        ds = p[:, :, 0] * (dp - dpsum[:, :, i, None])
+        dq[i] = torch.einsum("bhk,bkhd->bhd", ds, kr) * scale
+    dk, dv = {}, {}
+    for j in keys:
+        s = torch.einsum("bqhd,bhd->bhq", q64, kr[:, j]) * scale  # column j of S: (B, Hq, Sq)
+        p = torch.nan_to_num(torch.exp(s - lse), nan=0.0)
+        if causal:
+            p = p.masked_fill(j > query_idx + offset, 0.0)
+        dp = torch.einsum("bqhd,bhd->bhq", do64, vr[:, j])
+        ds = p * (dp - dpsum)
+        dv[j] = torch.einsum("bhq,bqhd->bhd", p, do64).view(b, hk, group, d).sum(2)
+        dk[j] = (torch.einsum("bhq,bqhd->bhd", ds, q64) * scale).view(b, hk, group, d).sum(2)
+    return out, dq, dk, dv
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("mask", ["none", "bottom_right", "top_left"])
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_gpu_medium_matches_float64(dtype, mask):
+    b, sq, sk, hq, hk, d = 2, 300, 517, 8, 2, 128
+    q, k, v, dout = make_inputs(b, sq, sk, hq, hk, d, dtype, device="cuda", strided=True, seed=5)
+    causal = mask != "none"
+    offset = sk - sq if mask == "bottom_right" else 0
+    check_against_torch(q, k, v, dout, d**-0.5, causal, offset)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_gpu_fully_masked_rows_and_determinism():
+    """Sq > Sk bottom-right on the GPU tiles: masked rows give 0 / -inf; the backward is bitwise
+    reproducible (no atomics)."""
+    from fa3lite.numba_kernels.reference import attention_backward
+
+    b, sq, sk, hq, hk, d = 1, 200, 70, 4, 1, 64
+    q, k, v, dout = make_inputs(b, sq, sk, hq, hk, d, torch.bfloat16, device="cuda", seed=6)
+    (out, lse), grads = check_against_torch(q, k, v, dout, d**-0.5, True, sk - sq)
+    assert torch.all(out[:, : sq - sk] == 0) and torch.all(lse[:, :, : sq - sk] == -math.inf)
+    again = attention_backward(dout, q, k, v, out, lse, d**-0.5, True, sk - sq)
+    for first, second in zip(grads, again):
+        assert torch.equal(first, second)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_gpu_empty_sequences():
+    """Sk == 0 (all rows masked) and Sq == 0 through the GPU path (empty CUDA arrays)."""
+    q, k, v, dout = make_inputs(2, 5, 0, 4, 2, 64, torch.float16, device="cuda", seed=8)
+    (out, lse), (dq, dk, dv) = check_against_torch(q, k, v, dout, 0.125, True, -5)
+    assert torch.all(out == 0) and torch.all(lse == -math.inf) and torch.all(dq == 0)
+    q, k, v, dout = make_inputs(2, 0, 9, 4, 2, 64, torch.float16, device="cuda", seed=9)
+    (out, lse), (dq, dk, dv) = check_against_torch(q, k, v, dout, 0.125, False, 0)
+    assert out.shape == (2, 0, 4, 64) and torch.all(dk == 0) and torch.all(dv == 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_gpu_large_shape_runs_and_spot_checks():
+    """B=1, H=8, S=8192, D=128 causal: forward and backward run; a few rows of out/dq and key rows of
+    dk/dv match float64 recomputed for just those rows."""
+    from fa3lite.numba_kernels.reference import attention_backward, attention_forward
+
+    b, s, h, d = 1, 8192, 8, 128
+    q, k, v, dout = make_inputs(b, s, s, h, h, d, torch.bfloat16, device="cuda", seed=7)
+    scale = d**-0.5
+    out, lse = attention_forward(q, k, v, scale, True, 0)
+    dq, dk, dv = attention_backward(dout, q, k, v, out, lse, scale, True, 0)
+    torch.cuda.synchronize()
+    for t in (out, lse, dq, dk, dv):
+        assert torch.all(torch.isfinite(t))
+    rows, keys = [0, 63, 64, 4097, s - 1], [0, 1000, s - 1]
+    ref_out, ref_dq, ref_dk, ref_dv = _spot_reference(q, k, v, dout, scale, True, 0, rows, keys)
+    for i in rows:
+        torch.testing.assert_close(out[:, i].double(), ref_out[i], atol=2e-5, rtol=1e-4)
+        torch.testing.assert_close(dq[:, i].double(), ref_dq[i], atol=2e-5, rtol=1e-4)
+    for j in keys:
+        torch.testing.assert_close(dk[:, j].double(), ref_dk[j], atol=2e-5, rtol=1e-4)
+        torch.testing.assert_close(dv[:, j].double(), ref_dv[j], atol=2e-5, rtol=1e-4)
