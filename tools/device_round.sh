@@ -9,7 +9,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee
 FA3LITE_DEBUG=1 timeout 200 python3 tools/fwd_smoke.py > "$OUT/smoke_debug.log" 2>&1
 tail -n 2 "$OUT/smoke_debug.log"
 if [ $# -gt 0 ]; then
-  timeout 400 python3 -m pytest -q -x -p no:cacheprovider "$@" > "$OUT/pytest.log" 2>&1
+  timeout 400 python3 -m pytest -q -p no:cacheprovider "$@" > "$OUT/pytest.log" 2>&1
   tail -n 15 "$OUT/pytest.log"
 fi
 if [ -n "${SANITIZE:-}" ]; then

@@ -2,9 +2,15 @@
 // passes the macros; every other bwd_* file reads the constants below, never the macros.
 //
 // One CTA owns kBlockN key rows of one (query head, batch) and walks the query blocks that can see
-// them, kBlockM query rows at a time. Warpgroup 0 is the producer (TMA loads, dQ writer); consumer
-// warpgroups 1 and 2 each own kWgKeys of the key rows: their dK/dV accumulators live in registers
-// for the whole CTA, S^T and dP^T are recomputed per query block.
+// them, kBlockM query rows at a time. Warpgroup 0 is the producer (TMA loads; warp 1 writes dQ);
+// consumer warpgroups 1 and 2 keep dK/dV in registers for the whole CTA and recompute S^T and dP^T
+// per query block. Two layouts of the consumer work:
+//   D <= 128 ("narrow", bwd_consumer.cuh): each consumer warpgroup owns 64 of the 128 key rows with
+//            all D columns; P^T and dS^T stay in registers as the A operand of dV/dK.
+//   D = 256  ("wide", bwd_consumer_wide.cuh): 128 f32 columns of dK plus 128 of dV already fill a
+//            warpgroup's registers, so the CTA takes 64 key rows, each warpgroup owns 128 of the 256
+//            columns of dK/dV/dQ and computes S^T/dP^T for 32 of the 64 query columns; P^T and dS^T
+//            are exchanged through shared memory.
 #pragma once
 #include "../ptx/types.cuh"
 
@@ -24,17 +30,20 @@ constexpr int kHeadDim = FA3LITE_HEAD_DIM;
 constexpr bool kIsCausal = FA3LITE_CAUSAL != 0;
 // GQA/MQA: dK/dV are written per query head in f32 and summed over the head group by the host.
 constexpr bool kDkvF32 = FA3LITE_DKV_F32 != 0;
+constexpr bool kWide = kHeadDim > 128;
 
-constexpr int kBlockM = 64;     // query rows per step: the N of S^T = K Q^T and the K of dV += P^T dO
-constexpr int kBlockN = 128;    // key rows per CTA
-constexpr int kStages = 2;      // depth of the Q/dO ring
+constexpr int kBlockM = 64;                 // query rows per step: the N of S^T = K Q^T, the K of dV += P^T dO
+constexpr int kBlockN = kWide ? 64 : 128;   // key rows per CTA
+constexpr int kStages = 2;                  // depth of the Q/dO ring
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kConsumerWarpgroups = 2;
 constexpr int kConsumerThreads = kConsumerWarpgroups * kWarpgroupThreads;
 constexpr int kConsumerWarps = kConsumerThreads / 32;
 constexpr int kThreads = kWarpgroupThreads * (1 + kConsumerWarpgroups);
-constexpr int kWgKeys = kBlockN / kConsumerWarpgroups;   // key rows of one consumer warpgroup (wgmma M)
+constexpr int kWgKeys = kWide ? kBlockN : kBlockN / kConsumerWarpgroups;     // key rows of a WG's dK/dV (wgmma M)
+constexpr int kWgCols = kWide ? kHeadDim / kConsumerWarpgroups : kHeadDim;   // columns of a WG's dK/dV
+constexpr int kWgQueries = kWide ? kBlockM / kConsumerWarpgroups : kBlockM;  // query columns of a WG's S^T
 
 constexpr int kProducerRegs = 24;
 constexpr int kConsumerRegs = 240;
@@ -46,33 +55,39 @@ constexpr int kColBlocks = kHeadDim / kSwizzleCols;
 
 constexpr int kQTileBytes = kBlockM * kHeadDim * kElemBytes;    // Q and dO tiles
 constexpr int kKTileBytes = kBlockN * kHeadDim * kElemBytes;    // K and V tiles
-constexpr int kRowStatBytes = kBlockM * 4;                      // LSE (base 2) or dPsum of one query block
 
-// dQ (kBlockM x D) = dS (kBlockM x kBlockN) K. With D >= 128 the two consumer warpgroups split its
-// columns (each needs every key row, so dS goes through shared memory and a barrier); with D = 64 a
-// 64-column half would start inside a swizzle atom, so each warpgroup instead computes a partial dQ
-// over its own key rows and the writer adds both partials.
+// dQ (kBlockM x D) = dS (kBlockM x kBlockN) K, one kBlockM x kDqN tile per consumer warpgroup.
+// Narrow D = 128 and wide: the warpgroups split dQ's columns (each needs every key row, so dS goes
+// through shared memory and a barrier). D = 64: a 32-column half would start inside a swizzle atom,
+// so each warpgroup computes a partial dQ over its own key rows and both partials are added.
 constexpr bool kDqSplitCols = kHeadDim >= 128;
-constexpr int kDqN = 64;                                          // N of one dQ wgmma
-constexpr int kDqWgmmaK = kDqSplitCols ? kBlockN : kWgKeys;       // key rows one warpgroup sums over
-constexpr int kDqRegions = kDqSplitCols ? 1 : kConsumerWarpgroups;
-constexpr int kDqBlockFloats = kBlockM * kHeadDim;                // one query block of the f32 accumulator
-constexpr int kDqRegionBytes = kDqBlockFloats * 4;
+constexpr int kDqN = kDqSplitCols ? kHeadDim / kConsumerWarpgroups : kHeadDim;  // N of one dQ wgmma
+constexpr int kDqWgmmaK = kDqSplitCols ? kBlockN : kWgKeys;                      // keys a warpgroup sums over
 constexpr int kDqChunks = kDqN / 8;                               // float4 groups per thread per dQ tile
-constexpr int kDsTileBytes = kBlockN * kBlockM * kElemBytes;      // dS^T, [key row][query column]
-constexpr int kDsBuffers = kDqSplitCols ? 2 : 1;                  // see bwd_consumer.cuh
+constexpr int kDqBlockFloats = kBlockM * kHeadDim;                // one query block of the f32 accumulator
+// Narrow: dQ tiles go through shared memory and one bulk reduce (writer warp). Wide: no room for a
+// 64 KB f32 tile next to two Q/dO stages, so each thread adds its registers with vector reductions.
+constexpr bool kDqViaSmem = !kWide;
+constexpr int kDqRegions = !kDqViaSmem ? 0 : (kDqSplitCols ? 1 : kConsumerWarpgroups);
+constexpr int kDqRegionBytes = kDqBlockFloats * 4;
+constexpr int kDsTileBytes = kBlockN * kBlockM * kElemBytes;      // dS^T (and wide: P^T), [key row][query]
+constexpr int kDsBuffers = kDqSplitCols ? 2 : 1;                  // see the consumers
+constexpr int kPBuffers = kWide ? kDsBuffers : 0;
 
-static_assert(kHeadDim == 64 || kHeadDim == 128, "this backward kernel supports head dims 64 and 128");
+static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "backward head dims: 64, 128, 256");
 static_assert(kBlockM == kSwizzleCols, "dS^T rows are one 128-byte swizzle row wide");
-static_assert(kDqSplitCols ? kHeadDim == kConsumerWarpgroups * kDqN : kHeadDim == kDqN, "dQ column split");
+static_assert(kDqN % kSwizzleCols == 0, "dQ column tiles start on swizzle-atom boundaries");
 static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * kConsumerThreads <= 65536, "register file");
 
 enum class NamedBarrier : unsigned {
-  kDsFull = 1,     // both consumer warpgroups wrote their dS^T rows (column-split dQ)
+  kDsFull = 1,     // both consumer warpgroups wrote their dS^T (and P^T) parts
   kDqFull = 2,     // consumers wrote the dQ tile to smem; the writer warp may reduce it into global
   kDqEmpty = 3,    // the writer's bulk reduce has read the dQ tile; consumers may overwrite it
   kDsWg0 = 4,      // one warpgroup wrote its dS^T rows (row-split dQ: each reads only its own rows)
   kDsWg1 = 5,
+  kDqTurnWg0 = 6,  // wide, deterministic: this warpgroup's turn to add its dQ tile has come
+  kDqTurnWg1 = 7,
+  kDqAdded = 8,    // wide, deterministic: both warpgroups' dQ additions are done
 };
 constexpr unsigned kDqSyncThreads = kConsumerThreads + 32;   // consumers + the writer warp
 

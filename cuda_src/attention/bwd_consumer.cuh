@@ -1,4 +1,4 @@
-// Consumer warpgroup wg (0 or 1) of the backward kernel: key rows [64 wg, 64 wg + 64) of the CTA's
+// Narrow consumer (D <= 128), warpgroup wg (0 or 1) of the backward kernel: key rows [64 wg, 64 wg + 64) of the CTA's
 // key block, against every query block m that can see them. Per query block (ring stage s):
 //
 //   S^T  = K_wg Q^T          SS wgmma m64n64, A = K rows (K-major), B = Q tile (K-major)
@@ -12,7 +12,7 @@
 //                            SS wgmma reads it with trans-a and K with trans-b (both MN-major)
 //
 // The accumulators' columns are query rows here, so each thread needs LSE/dPsum per column: 8
-// float2 loads each from the stage's smem copy. Rows past seqlen_q need no mask: their Q/dO rows
+// float2 loads each from global memory (bwd_softmax.cuh). Rows past seqlen_q need no mask: their Q/dO rows
 // arrive as zeros, their lse_log2 is +inf (P = 0) and their dPsum 0. Keys past seqlen_k and causal
 // exclusions are masked explicitly (a zero K row would still give P = exp2(-lse) != 0).
 //
@@ -24,65 +24,33 @@
 #include "../ptx/math.cuh"
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/smem.cuh"
-#include "../ptx/smem_vec.cuh"
 #include "../ptx/sync.cuh"
 #include "../ptx/wgmma.cuh"
 #include "bwd_dq.cuh"
+#include "bwd_mma.cuh"
 #include "bwd_epilogue.cuh"
 #include "bwd_scheduler.cuh"
 #include "bwd_smem.cuh"
+#include "bwd_softmax.cuh"
 #include "fragment.cuh"
 #include "pipeline.cuh"
 
 namespace fa3lite { namespace attn { namespace bwd {
 
-constexpr u32 kAtomBytes = 1024;   // 8 rows x 128 bytes: one 128B-swizzle atom
-
-// K-major operand of a [D/64][rows][64] tile starting at `tile` (which may be offset by whole rows):
-// k16 step kk is +32 bytes inside a 64-column block and +rows*128 per block.
-__device__ __forceinline__ u64 kmajor_desc(u32 tile, int rows, int kk) {
-  return wgmma::desc_sw128(tile + (kk / 4) * rows * kRowBytes + (kk % 4) * 32, 16, kAtomBytes);
-}
-
-// MN-major operand: the K dimension runs down the rows (16 rows per k16 step), the M/N dimension along
-// the 64-column blocks, LBO = rows*128 apart.
-__device__ __forceinline__ u64 mnmajor_desc(u32 tile, int rows, int kk) {
-  return wgmma::desc_sw128(tile + kk * 16 * kRowBytes, rows * kRowBytes, kAtomBytes);
-}
-
-template <int N>
-__device__ __forceinline__ void fence_regs(float (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) fence::reg(r[i]);
-}
-
-// Keys of this warpgroup that some query of block m must not see (past seqlen_k or causal).
-__device__ __forceinline__ bool needs_mask(const BwdParams& p, int key0, int m) {
-  const int last_key = key0 + kWgKeys - 1;
-  const bool tail = last_key >= p.seqlen_k;
-  const bool diag = kIsCausal && static_cast<i64>(last_key) > static_cast<i64>(m) * kBlockM + p.causal_offset;
-  return tail || diag;
-}
-
 __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int wg,
                                              int tid) {
-  float dv[kHeadDim / 2];
-  float dk[kHeadDim / 2];
+  float dv[kWgCols / 2];
+  float dk[kWgCols / 2];
 #pragma unroll
-  for (int i = 0; i < kHeadDim / 2; ++i) {
+  for (int i = 0; i < kWgCols / 2; ++i) {
     dv[i] = 0.f;
     dk[i] = 0.f;
   }
   const int rb = frag::row_base(tid);
-  const int cb = frag::col_base(tid);
   const int key0 = t.n_block * kBlockN + wg * kWgKeys;   // first key row of this warpgroup
   const u32 k_wg = sm.k() + wg * kWgKeys * kRowBytes;
   const u32 v_wg = sm.v() + wg * kWgKeys * kRowBytes;
-  // stmatrix address pattern of dS^T: lane l gives row 16 w + l % 16 of this warpgroup's rows and
-  // the 8-column half l / 16 of each 16-column block.
-  const int lane = tid % 32;
-  const u32 ds_row_byte = (wg * kWgKeys + 16 * (tid / 32) + lane % 16) * kRowBytes + (lane / 16) * 16;
-
+  const i64 stat_row0 = (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.num_m_blocks * kBlockM;
   if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
   RingPos<kStages> pos;
   int ds_buf = 0;
@@ -90,6 +58,12 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     const int s = pos.stage;
     float st[kBlockM / 2];    // S^T, then P^T
     float dpt[kBlockM / 2];   // dP^T, then dS^T
+
+    // LSE/dPsum of this warpgroup's query columns, in flight while the S^T/dP^T wgmmas run.
+    float lse[kBlockM / 4];
+    float dps[kBlockM / 4];
+    load_row_stats<kBlockM>(p.lse_log2 + stat_row0 + static_cast<i64>(m) * kBlockM, tid, lse);
+    load_row_stats<kBlockM>(p.dpsum + stat_row0 + static_cast<i64>(m) * kBlockM, tid, dps);
 
     mbar::wait(sm.q_full(s), pos.phase);
     wgmma::fence();
@@ -107,64 +81,26 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     }
     wgmma::commit_group();
 
-    // P^T = exp2(S^T * scale_log2 - lse_log2[query]).
+    // P^T and dS^T in registers (bwd_softmax.cuh), packed as A fragments.
     wgmma::wait_group<1>();
     fence_regs(st);
-    const bool masked = needs_mask(p, key0, m);
-    const int q0 = m * kBlockM + cb;
-#pragma unroll
-    for (int j = 0; j < kBlockM / 8; ++j) {
-      float l0, l1;
-      smem_vec::ld_v2_f32(sm.lse(s) + (8 * j + cb) * 4, l0, l1);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = 4 * j + e;
-        float pv = math::ex2(fmaf(st[i], p.scale_log2, -((e & 1) ? l1 : l0)));
-        if (masked) {
-          const int key = key0 + rb + 8 * frag::half(i);
-          const int query = q0 + frag::col(i);
-          bool hidden = key >= p.seqlen_k;
-          if (kIsCausal) hidden = hidden || static_cast<i64>(key) > static_cast<i64>(query) + p.causal_offset;
-          if (hidden) pv = 0.f;
-        }
-        st[i] = pv;
-      }
-    }
-
-    // dS^T = P^T * (dP^T - dPsum[query]).
+    probs_transposed<kBlockM>(st, p, lse, tid, needs_mask(p, key0, m), key0 + rb, m * kBlockM);
     wgmma::wait_group<0>();
     fence_regs(dpt);
-#pragma unroll
-    for (int j = 0; j < kBlockM / 8; ++j) {
-      float d0, d1;
-      smem_vec::ld_v2_f32(sm.dpsum(s) + (8 * j + cb) * 4, d0, d1);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = 4 * j + e;
-        dpt[i] = st[i] * (dpt[i] - ((e & 1) ? d1 : d0));
-      }
-    }
-
-    // A fragments of k16 step kk = accumulators 8kk..8kk+7 packed pairwise (also stmatrix's order).
+    dscores_transposed<kBlockM>(st, dpt, dps);
     u32 pa[kBlockM / 16][4];
     u32 dsa[kBlockM / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < kBlockM / 16; ++kk) {
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        pa[kk][r] = math::pack(st[8 * kk + 2 * r], st[8 * kk + 2 * r + 1], Element{});
-        dsa[kk][r] = math::pack(dpt[8 * kk + 2 * r], dpt[8 * kk + 2 * r + 1], Element{});
-      }
-    }
+    pack_fragments<kBlockM>(st, pa);
+    pack_fragments<kBlockM>(dpt, dsa);
 
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kBlockM / 16; ++kk) {
-      wgmma::mma<kHeadDim, Element>::template rs<1>(dv, pa[kk], mnmajor_desc(sm.dout(s), kBlockM, kk), 1);
+      wgmma::mma<kWgCols, Element>::template rs<1>(dv, pa[kk], mnmajor_desc(sm.dout(s), kBlockM, kk), 1);
     }
 #pragma unroll
     for (int kk = 0; kk < kBlockM / 16; ++kk) {
-      wgmma::mma<kHeadDim, Element>::template rs<1>(dk, dsa[kk], mnmajor_desc(sm.q(s), kBlockM, kk), 1);
+      wgmma::mma<kWgCols, Element>::template rs<1>(dk, dsa[kk], mnmajor_desc(sm.q(s), kBlockM, kk), 1);
     }
     wgmma::commit_group();
 
@@ -172,9 +108,8 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     const u32 ds_tile = sm.ds(ds_buf);
 #pragma unroll
     for (int j = 0; j < kBlockM / 16; ++j) {
-      u32 byte = ds_row_byte + j * 32;
-      byte ^= ((byte >> 7) & 7u) << 4;
-      smem::stmatrix_x4(ds_tile + byte, dsa[j][0], dsa[j][1], dsa[j][2], dsa[j][3]);
+      smem::stmatrix_x4(ds_tile + stmatrix_offset(wg * kWgKeys, 0, tid, j), dsa[j][0], dsa[j][1], dsa[j][2],
+                        dsa[j][3]);
     }
     fence::proxy_async_smem();
     if (kDqSplitCols) {
@@ -189,7 +124,8 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     float dq[kDqN / 2];
     const int dq_row0 = kDqSplitCols ? 0 : wg * kWgKeys;
     const u32 ds_a = ds_tile + dq_row0 * kRowBytes;
-    const u32 k_b = sm.k() + (kDqSplitCols ? wg * kBlockN * kRowBytes : 0) + dq_row0 * kRowBytes;
+    const u32 k_b = sm.k() + (kDqSplitCols ? wg * (kDqN / kSwizzleCols) * kBlockN * kRowBytes : 0) +
+                    dq_row0 * kRowBytes;
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kDqWgmmaK / 16; ++kk) {
@@ -202,9 +138,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     fence_regs(dv);
     fence_regs(dk);
 
-    // Q, dO, LSE and dPsum of this stage are no longer read (the generic LSE/dPsum reads are ordered
-    // before the next TMA write by the proxy fence).
-    fence::proxy_async_smem();
+    // Q and dO of this stage are no longer read (the wgmmas that read them completed).
     if (tid % 32 == 0) mbar::arrive(sm.empty(s));
 
     if (m > t.m_begin) named_barrier::sync(static_cast<u32>(NamedBarrier::kDqEmpty), kDqSyncThreads);
@@ -215,7 +149,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     if (kDsBuffers == 2) ds_buf ^= 1;
     pos.advance();
   }
-  bwd_store_dkv(p, t, wg, tid, dk, dv);
+  bwd_store_dkv(p, t, key0, 0, tid, dk, dv);
 }
 
 }}}  // namespace fa3lite::attn::bwd

@@ -1,6 +1,7 @@
-// dK/dV epilogue of one consumer warpgroup: its kWgKeys key rows, straight from the accumulators to
-// global memory (4- or 8-byte stores of adjacent column pairs). Rows past seqlen_k are not written.
-// dK carries the softmax scale (dS is the gradient of the scaled scores).
+// dK/dV epilogue of one consumer warpgroup: its kWgKeys x kWgCols block (rows from key0, columns
+// from col0), straight from the accumulators to global memory (4- or 8-byte stores of adjacent
+// column pairs). Rows past seqlen_k are not written. dK carries the softmax scale (dS is the
+// gradient of the scaled scores).
 #pragma once
 #include "../ptx/math.cuh"
 #include "bwd_params.cuh"
@@ -17,19 +18,19 @@ __device__ __forceinline__ void store_pair(void* base, i64 idx, float a, float b
   }
 }
 
-__device__ __forceinline__ void bwd_store_dkv(const BwdParams& p, const BwdTile& t, int wg, int tid,
-                                              const float (&dk)[kHeadDim / 2], const float (&dv)[kHeadDim / 2]) {
+__device__ __forceinline__ void bwd_store_dkv(const BwdParams& p, const BwdTile& t, int key0, int col0, int tid,
+                                              const float (&dk)[kWgCols / 2], const float (&dv)[kWgCols / 2]) {
   const int rb = frag::row_base(tid);
   const int cb = frag::col_base(tid);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int key = t.n_block * kBlockN + wg * kWgKeys + rb + 8 * h;
+    const int key = key0 + rb + 8 * h;
     if (key < p.seqlen_k) {
       const i64 row = ((static_cast<i64>(t.batch) * p.seqlen_k + key) * p.num_heads_q + t.head) * kHeadDim;
 #pragma unroll
-      for (int j = 0; j < kHeadDim / 8; ++j) {
+      for (int j = 0; j < kWgCols / 8; ++j) {
         const int i = 4 * j + 2 * h;
-        const i64 idx = row + cb + frag::col(i);
+        const i64 idx = row + col0 + cb + frag::col(i);
         store_pair(p.dk, idx, dk[i] * p.softmax_scale, dk[i + 1] * p.softmax_scale);
         store_pair(p.dv, idx, dv[i], dv[i + 1]);
       }

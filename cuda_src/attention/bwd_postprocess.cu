@@ -34,7 +34,7 @@ static_assert(FA3LITE_PARAMS_OK, "host and device disagree on the PostParams lay
 
 constexpr int kHeadDim = FA3LITE_HEAD_DIM;
 constexpr int kBlockM = 64;
-constexpr int kDqN = 64;                    // must match bwd_config.cuh
+constexpr int kDqN = kHeadDim >= 128 ? kHeadDim / 2 : kHeadDim;   // must match bwd_config.cuh
 constexpr int kDqChunks = kDqN / 8;
 constexpr int kBlockF4 = kBlockM * kHeadDim / 4;
 constexpr int kBlockThreads = 256;

@@ -3,8 +3,8 @@
 //   sK, sV            kBlockN x D, loaded once
 //   sQ[s], sdO[s]     kBlockM x D, the ring of query blocks
 //   sdS[b]            dS^T, kBlockN key rows x kBlockM query columns (written with stmatrix)
-//   sdQ               the f32 dQ tile(s) in fragment order, read by the bulk reduce
-//   sLse[s], sDpsum[s] kBlockM floats each, loaded with the query block
+//   sP[b]             wide only: P^T, like dS^T
+//   sdQ               narrow only: the f32 dQ tile(s) in fragment order, read by the bulk reduce
 //   mbarriers         kv_full, q_full[s], do_full[s], empty[s]
 // Tiles are [D/64 column block][row][64 columns], 128 bytes per row, 16-byte chunks XOR row % 8.
 #pragma once
@@ -20,10 +20,9 @@ struct BwdSmem {
   static constexpr u32 kQ = kV + kKTileBytes;
   static constexpr u32 kDO = kQ + kStages * kQTileBytes;
   static constexpr u32 kDS = kDO + kStages * kQTileBytes;
-  static constexpr u32 kDQ = kDS + kDsBuffers * kDsTileBytes;
-  static constexpr u32 kLse = kDQ + kDqRegions * kDqRegionBytes;
-  static constexpr u32 kDpsum = kLse + kStages * kRowStatBytes;
-  static constexpr u32 kBarriers = kDpsum + kStages * kRowStatBytes;
+  static constexpr u32 kP = kDS + kDsBuffers * kDsTileBytes;
+  static constexpr u32 kDQ = kP + kPBuffers * kDsTileBytes;
+  static constexpr u32 kBarriers = kDQ + kDqRegions * kDqRegionBytes;
   static constexpr u32 kNumBarriers = 1 + 3 * kStages;
   static constexpr u32 kBytes = kBarriers + 8 * kNumBarriers;
   static constexpr u32 kDynamicBytes = kBytes + kSmemAlign;   // slack to align the base
@@ -35,9 +34,8 @@ struct BwdSmem {
   __device__ __forceinline__ u32 q(int s) const { return base + kQ + s * kQTileBytes; }
   __device__ __forceinline__ u32 dout(int s) const { return base + kDO + s * kQTileBytes; }
   __device__ __forceinline__ u32 ds(int b) const { return base + kDS + b * kDsTileBytes; }
+  __device__ __forceinline__ u32 p(int b) const { return base + kP + b * kDsTileBytes; }
   __device__ __forceinline__ u32 dq(int region) const { return base + kDQ + region * kDqRegionBytes; }
-  __device__ __forceinline__ u32 lse(int s) const { return base + kLse + s * kRowStatBytes; }
-  __device__ __forceinline__ u32 dpsum(int s) const { return base + kDpsum + s * kRowStatBytes; }
   __device__ __forceinline__ u32 kv_full() const { return base + kBarriers; }
   __device__ __forceinline__ u32 q_full(int s) const { return base + kBarriers + 8 * (1 + s); }
   __device__ __forceinline__ u32 do_full(int s) const { return base + kBarriers + 8 * (1 + kStages + s); }

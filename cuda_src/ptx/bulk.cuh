@@ -1,16 +1,10 @@
-// 1-D bulk copies (cp.async.bulk / cp.reduce.async.bulk without a tensor map): contiguous runs of
-// bytes between global and shared memory, issued by one thread. Sizes and both addresses must be
+// 1-D bulk operations (cp.reduce.async.bulk without a tensor map): contiguous runs of bytes from
+// shared to global memory, issued by one thread. Sizes and both addresses must be
 // multiples of 16 bytes. One PTX instruction per function. Owner: backward kernel.
 #pragma once
 #include "types.cuh"
 
 namespace fa3lite { namespace bulk {
-
-// Copy `bytes` from global `src` into shared `dst`; completion adds `bytes` to `bar`'s transaction count.
-__device__ __forceinline__ void load(u32 dst, const void* src, u32 bytes, u32 bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-               :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-}
 
 // Element-wise f32 add of `bytes` of shared `src` into global `dst` (done at L2, atomic per element);
 // completes as part of the current bulk group (tma::commit_group / tma::wait_group*).

@@ -1,0 +1,161 @@
+// Wide consumer (D = 256), warpgroup wg (0 or 1): all kBlockN = 64 key rows of the CTA, dK/dV/dQ
+// columns [128 wg, 128 wg + 128). Per query block m (ring stage s):
+//
+//   S^T_wg  = K Q_wg^T         SS wgmma m64n32, Q_wg = query rows [32 wg, 32 wg + 32) of the tile
+//   dP^T_wg = V dO_wg^T        SS wgmma m64n32
+//   P^T, dS^T for those 32 query columns (bwd_softmax.cuh) -> stmatrix into sP / sdS
+//   -- kDsFull: both warpgroups' halves are in smem --
+//   dV_wg += P^T dO[:, cols]   SS wgmma m64n128, A = sP (K-major), B = dO read MN-major
+//   dK_wg += dS^T Q[:, cols]   SS, A = sdS (K-major), B = Q MN-major
+//   dQ_wg  = dS K[:, cols]     SS, A = sdS read M-major (trans-a), B = K MN-major
+//   dQ_wg -> global f32 accumulator with red.global.add.v4.f32 in fragment order (bwd_dq.cuh)
+//
+// sP/sdS are double-buffered like the narrow dS^T tile: buffer m % 2 is rewritten at block m + 2,
+// after both warpgroups passed kDsFull of block m + 1, which each reaches after its wgmmas of block
+// m completed. Deterministic mode: thread 0 of each warpgroup waits for the key block's turn, the
+// warpgroup adds, every thread fences, and after kDqAdded one thread passes the turn on.
+#pragma once
+#include "../ptx/gmem.cuh"
+#include "../ptx/mbarrier.cuh"
+#include "../ptx/smem.cuh"
+#include "../ptx/sync.cuh"
+#include "../ptx/wgmma.cuh"
+#include "bwd_dq.cuh"
+#include "bwd_epilogue.cuh"
+#include "bwd_mma.cuh"
+#include "bwd_scheduler.cuh"
+#include "bwd_smem.cuh"
+#include "bwd_softmax.cuh"
+#include "fragment.cuh"
+#include "pipeline.cuh"
+
+namespace fa3lite { namespace attn { namespace bwd {
+
+__device__ __forceinline__ void add_dq_tile(float* dst, int wg, int tid, const float (&dq)[kDqN / 2]) {
+  float* base = dst + (wg * kDqChunks * kWarpgroupThreads + tid) * 4;
+#pragma unroll
+  for (int j = 0; j < kDqChunks; ++j) {
+    gmem::red_add_v4_f32(base + j * kWarpgroupThreads * 4, dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]);
+  }
+}
+
+__device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int wg,
+                                                  int tid) {
+  float dv[kWgCols / 2];
+  float dk[kWgCols / 2];
+#pragma unroll
+  for (int i = 0; i < kWgCols / 2; ++i) {
+    dv[i] = 0.f;
+    dk[i] = 0.f;
+  }
+  const int rb = frag::row_base(tid);
+  const int key0 = t.n_block * kBlockN;
+  const int q_col0 = wg * kWgQueries;                                  // this warpgroup's query columns
+  const u32 col_blk = wg * (kWgCols / kSwizzleCols);                  // its first 64-column block
+  const i64 head_row = static_cast<i64>(t.batch) * p.num_heads_q + t.head;
+  const i64 stat_row0 = head_row * p.num_m_blocks * kBlockM + q_col0;
+  float* const accum = p.dq_accum + head_row * p.num_m_blocks * kDqBlockFloats;
+  i32* const sem = p.dq_sem + head_row * p.num_m_blocks;
+
+  if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
+  RingPos<kStages> pos;
+  int buf = 0;
+  for (int m = t.m_begin; m < t.m_end; ++m) {
+    const int s = pos.stage;
+    float st[kWgQueries / 2];    // S^T, then P^T
+    float dpt[kWgQueries / 2];   // dP^T, then dS^T
+
+    // LSE/dPsum of this warpgroup's query columns, in flight while the S^T/dP^T wgmmas run.
+    float lse[kWgQueries / 4];
+    float dps[kWgQueries / 4];
+    load_row_stats<kWgQueries>(p.lse_log2 + stat_row0 + static_cast<i64>(m) * kBlockM, tid, lse);
+    load_row_stats<kWgQueries>(p.dpsum + stat_row0 + static_cast<i64>(m) * kBlockM, tid, dps);
+
+    mbar::wait(sm.q_full(s), pos.phase);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      wgmma::mma<kWgQueries, Element>::template ss<0, 0>(
+          st, kmajor_desc(sm.k(), kBlockN, kk), kmajor_desc(sm.q(s) + q_col0 * kRowBytes, kBlockM, kk), kk > 0);
+    }
+    wgmma::commit_group();
+    mbar::wait(sm.do_full(s), pos.phase);
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      wgmma::mma<kWgQueries, Element>::template ss<0, 0>(
+          dpt, kmajor_desc(sm.v(), kBlockN, kk), kmajor_desc(sm.dout(s) + q_col0 * kRowBytes, kBlockM, kk), kk > 0);
+    }
+    wgmma::commit_group();
+
+    wgmma::wait_group<1>();
+    fence_regs(st);
+    probs_transposed<kWgQueries>(st, p, lse, tid, needs_mask(p, key0, m), key0 + rb,
+                                 m * kBlockM + q_col0);
+    wgmma::wait_group<0>();
+    fence_regs(dpt);
+    dscores_transposed<kWgQueries>(st, dpt, dps);
+    u32 pf[kWgQueries / 16][4];
+    u32 dsf[kWgQueries / 16][4];
+    pack_fragments<kWgQueries>(st, pf);
+    pack_fragments<kWgQueries>(dpt, dsf);
+#pragma unroll
+    for (int j = 0; j < kWgQueries / 16; ++j) {
+      const u32 off = stmatrix_offset(0, q_col0, tid, j);
+      smem::stmatrix_x4(sm.p(buf) + off, pf[j][0], pf[j][1], pf[j][2], pf[j][3]);
+      smem::stmatrix_x4(sm.ds(buf) + off, dsf[j][0], dsf[j][1], dsf[j][2], dsf[j][3]);
+    }
+    fence::proxy_async_smem();
+    named_barrier::sync(static_cast<u32>(NamedBarrier::kDsFull), kConsumerThreads);
+
+    float dq[kDqN / 2];
+    const u32 dout_cols = sm.dout(s) + col_blk * kBlockM * kRowBytes;
+    const u32 q_cols = sm.q(s) + col_blk * kBlockM * kRowBytes;
+    const u32 k_cols = sm.k() + col_blk * kBlockN * kRowBytes;
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockM / 16; ++kk) {
+      wgmma::mma<kWgCols, Element>::template ss<0, 1>(dv, kmajor_desc(sm.p(buf), kBlockN, kk),
+                                                      mnmajor_desc(dout_cols, kBlockM, kk), 1);
+    }
+#pragma unroll
+    for (int kk = 0; kk < kBlockM / 16; ++kk) {
+      wgmma::mma<kWgCols, Element>::template ss<0, 1>(dk, kmajor_desc(sm.ds(buf), kBlockN, kk),
+                                                      mnmajor_desc(q_cols, kBlockM, kk), 1);
+    }
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      wgmma::mma<kDqN, Element>::template ss<1, 1>(dq, mnmajor_desc(sm.ds(buf), kBlockN, kk),
+                                                   mnmajor_desc(k_cols, kBlockN, kk), kk > 0);
+    }
+    wgmma::commit_group();
+    wgmma::wait_group<0>();
+    fence_regs(dq);
+    fence_regs(dv);
+    fence_regs(dk);
+
+    // Q and dO of this stage are no longer read.
+    if (tid % 32 == 0) mbar::arrive(sm.empty(s));
+
+    float* const dst = accum + static_cast<i64>(m) * kDqBlockFloats;
+    if (p.deterministic) {
+      if (tid == 0) wait_turn(sem + m, t.n_block);
+      if (wg == 0) {
+        named_barrier::sync(static_cast<u32>(NamedBarrier::kDqTurnWg0), kWarpgroupThreads);
+      } else {
+        named_barrier::sync(static_cast<u32>(NamedBarrier::kDqTurnWg1), kWarpgroupThreads);
+      }
+      add_dq_tile(dst, wg, tid, dq);
+      __threadfence();
+      named_barrier::sync(static_cast<u32>(NamedBarrier::kDqAdded), kConsumerThreads);
+      if (wg == 0 && tid == 0) gmem::red_release_add(sem + m, 1);
+    } else {
+      add_dq_tile(dst, wg, tid, dq);
+    }
+
+    buf ^= 1;
+    pos.advance();
+  }
+  bwd_store_dkv(p, t, key0, wg * kWgCols, tid, dk, dv);
+}
+
+}}}  // namespace fa3lite::attn::bwd

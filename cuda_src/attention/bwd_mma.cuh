@@ -1,0 +1,47 @@
+// Shared pieces of both backward consumers: wgmma descriptors of [D/64][rows][64] swizzled tiles,
+// register fences, the mask test and the dS^T/P^T stmatrix address.
+#pragma once
+#include "../ptx/sync.cuh"
+#include "../ptx/wgmma.cuh"
+#include "bwd_config.cuh"
+#include "bwd_params.cuh"
+
+namespace fa3lite { namespace attn { namespace bwd {
+
+constexpr u32 kAtomBytes = 1024;   // 8 rows x 128 bytes: one 128B-swizzle atom
+
+// K-major operand of a [D/64][rows][64] tile starting at `tile` (which may be offset by whole rows):
+// k16 step kk is +32 bytes inside a 64-column block and +rows*128 per block.
+__device__ __forceinline__ u64 kmajor_desc(u32 tile, int rows, int kk) {
+  return wgmma::desc_sw128(tile + (kk / 4) * rows * kRowBytes + (kk % 4) * 32, 16, kAtomBytes);
+}
+
+// MN-major operand: the K dimension runs down the rows (16 rows per k16 step), the M/N dimension along
+// the 64-column blocks, LBO = rows*128 apart.
+__device__ __forceinline__ u64 mnmajor_desc(u32 tile, int rows, int kk) {
+  return wgmma::desc_sw128(tile + kk * 16 * kRowBytes, rows * kRowBytes, kAtomBytes);
+}
+
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) fence::reg(r[i]);
+}
+
+// Keys [key0, key0 + kWgKeys) that some query of block m must not see (past seqlen_k or causal).
+__device__ __forceinline__ bool needs_mask(const BwdParams& p, int key0, int m) {
+  const int last_key = key0 + kWgKeys - 1;
+  const bool tail = last_key >= p.seqlen_k;
+  const bool diag = kIsCausal && static_cast<i64>(last_key) > static_cast<i64>(m) * kBlockM + p.causal_offset;
+  return tail || diag;
+}
+
+// Byte offset of the 16-byte chunk that lane `lane` addresses in stmatrix call j (16 columns each) of
+// a 128-byte-row swizzled tile: row 16 w + lane % 16 (plus row0), column col0 + 16 j + 8 (lane / 16).
+__device__ __forceinline__ u32 stmatrix_offset(int row0, int col0, int tid, int j) {
+  const int lane = tid % 32;
+  u32 byte = (row0 + 16 * (tid / 32) + lane % 16) * kRowBytes + (col0 + 16 * j + 8 * (lane / 16)) * kElemBytes;
+  return byte ^ (((byte >> 7) & 7u) << 4);
+}
+
+}}}  // namespace fa3lite::attn::bwd
