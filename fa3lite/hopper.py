@@ -5,7 +5,6 @@ contiguous; out (B, Sq, Hq, D) contiguous; lse (B, Hq, Sq) fp32, natural log.
 """
 from __future__ import annotations
 
-import functools
 import math
 import os
 
@@ -16,7 +15,7 @@ from .variants import FWD_PARAMS, FwdVariant
 
 _DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 _LOG2E = 1.4426950408889634
-_MAX_TILES = (1 << 31) - 1
+_MAX_GRID_X = (1 << 31) - 1
 _I32_MAX = (1 << 31) - 1
 
 
@@ -30,11 +29,6 @@ def unsupported_reasons(q, k, v, softmax_scale: float | None = None) -> list[str
     from .checks import kernel_reasons
 
     return kernel_reasons(q, k, v, softmax_scale)
-
-
-@functools.cache
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 def fwd_variant(q, causal: bool) -> FwdVariant:
@@ -65,8 +59,8 @@ def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
     kernel = launch.load(variant.spec(), dev, variant.smem_bytes)
     num_m_blocks = -(-Sq // variant.block_m)
     tiles = num_m_blocks * Hq * B
-    if tiles > _MAX_TILES:
-        raise ValueError(f"too many tiles for one launch: {tiles} > {_MAX_TILES}")
+    if tiles > _MAX_GRID_X:
+        raise ValueError(f"too many tiles for one launch: {tiles} > {_MAX_GRID_X}")
     params = FWD_PARAMS.pack(
         q=tma.bshd_map(q, variant.block_m),
         k=tma.bshd_map(k, variant.block_n),
@@ -74,11 +68,11 @@ def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
         o=tma.bshd_map(out, 64, box_col_blocks=1),
         lse=lse.data_ptr(),
         seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
-        num_m_blocks=num_m_blocks, num_tiles=tiles, causal_offset=causal_offset,
+        num_m_blocks=num_m_blocks, causal_offset=causal_offset,
         scale_log2=softmax_scale * _LOG2E,
     )
-    # Persistent grid: one CTA per SM (the kernel's shared memory allows no more), striding over tiles.
-    launch.launch(kernel, (min(tiles, _sm_count(dev)), 1, 1), variant.threads, params, dev,
+    # One CTA per tile (a persistent grid measured slower: benchmarks/RESULTS.md).
+    launch.launch(kernel, (tiles, 1, 1), variant.threads, params, dev,
                   torch.cuda.current_stream(q.device).cuda_stream)
     return out, lse
 

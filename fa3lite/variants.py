@@ -13,19 +13,15 @@ DTYPES = ("bf16", "fp16")
 # kBlockM is fixed by the two consumer warpgroups (64 rows each). Chosen by tools/fwd_tune.py on an
 # H200 (benchmarks/RESULTS.md, 2026-11-22): d=64 is exp-bound, and a wide 192-key block with the
 # serial schedule beat the overlapped one (487 vs 453 TFLOP/s full at 16k); d=128 gains ~7% from the
-# overlap (659 vs 615); d=256 (no gain from the overlap, whose extra live registers spill once the
-# kernel is persistent) keeps S narrow (80 keys) so O (128 f32 registers) and S fit in 240
+# overlap (659 vs 615); d=256 keeps S narrow (80 keys) so O (128 f32 registers) and S fit in 240
 # registers, and its 64 KB Q tile leaves room for two 80-row K/V stages only.
-FWD_TILES = {64: (128, 192, 2, False), 128: (128, 128, 2, True), 256: (128, 80, 2, False)}
-
-_SMEM_ALIGN = 1024          # tiles start on 1024-byte boundaries (128-byte swizzle atoms)
-_SMEM_LIMIT = 227 * 1024    # dynamic shared memory one Hopper CTA may have
+FWD_TILES = {64: (128, 192, 2, False), 128: (128, 128, 2, True), 256: (128, 80, 2, True)}
 
 FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("o", "tma"),
     ("lse", "ptr"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
-    ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("causal_offset", "i32"),
+    ("num_m_blocks", "i32"), ("causal_offset", "i32"),
     ("scale_log2", "f32"),
 ))
 
@@ -66,18 +62,11 @@ class FwdVariant:
         return 128 * (1 + self.block_m // 64)
 
     @property
-    def separate_o(self) -> bool:
-        """O gets its own buffer when it fits beside Q and the K/V ring (else it reuses sQ)."""
-        tiles = 2 * self.head_dim * (self.block_m + 2 * self.stages * self.block_n)
-        return tiles + 2 * self.head_dim * self.block_m + 2 * _SMEM_ALIGN <= _SMEM_LIMIT
-
-    @property
     def smem_bytes(self) -> int:
-        """Dynamic shared memory: Q, the K/V ring, O if separate, the mbarriers, alignment slack.
-        The kernel static_asserts the same number (FA3LITE_SMEM_BYTES)."""
-        tiles = 2 * self.head_dim * (self.block_m * (2 if self.separate_o else 1) + 2 * self.stages * self.block_n)
-        barriers = 8 * (2 + 4 * self.stages)
-        return tiles + barriers + _SMEM_ALIGN
+        """Dynamic shared memory: Q, the K/V ring, the mbarriers and 1 KB of alignment slack."""
+        tiles = 2 * self.head_dim * (self.block_m + 2 * self.stages * self.block_n)
+        barriers = 8 * (1 + 4 * self.stages)
+        return tiles + barriers + 1024
 
     def spec(self) -> KernelSpec:
         return KernelSpec(
@@ -91,7 +80,6 @@ class FwdVariant:
                 ("FA3LITE_BLOCK_N", str(self.block_n)),
                 ("FA3LITE_STAGES", str(self.stages)),
                 ("FA3LITE_OVERLAP", "1" if self.overlap else "0"),
-                ("FA3LITE_SMEM_BYTES", str(self.smem_bytes)),
             ) + FWD_PARAMS.layout_defines(),
             debug=self.debug,
         )

@@ -24,24 +24,17 @@ __device__ __forceinline__ void release(u32 bar, int tid) {
   if (tid % 32 == 0) mbar::arrive(bar);
 }
 
-// With a separate sO, sQ is free for the next tile once every warp has done its last Q K^T (n = 0).
-__device__ __forceinline__ void release_q_after_last_qk(const FwdSmem& sm, int n, int tid) {
-  if constexpr (kSeparateO) {
-    if (n == 0) release(sm.q_empty(), tid);
-  }
-}
-
 // Serial schedule: each GEMM is waited for right away; only the other warpgroup overlaps this one.
 __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSmem& sm, const Mask& mask, int wg_row0,
-                                                u32 q_wg, int n_end, int tid, RingPos<kStages>& pos,
-                                                OnlineSoftmax& softmax, float (&o)[kHeadDim / 2]) {
+                                                u32 q_wg, int n_end, int tid, OnlineSoftmax& softmax,
+                                                float (&o)[kHeadDim / 2]) {
+  RingPos<kStages> pos;
   for (int n = n_end - 1; n >= 0; --n) {
     float s[kBlockN / 2];
     mbar::wait(sm.k_full(pos.stage), pos.phase);
     gemm_qk(s, q_wg, sm.k(pos.stage));
     wgmma::wait_group<0>();
     release(sm.k_empty(pos.stage), tid);
-    release_q_after_last_qk(sm, n, tid);
     if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
     float corr[2];
     softmax.update<kBlockN>(s, p.scale_log2, corr);
@@ -59,8 +52,9 @@ __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSme
 
 // Overlapped schedule (see the top of this file).
 __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const FwdSmem& sm, const Mask& mask,
-                                                    int wg_row0, u32 q_wg, int n_end, int tid, RingPos<kStages>& pos,
+                                                    int wg_row0, u32 q_wg, int n_end, int tid,
                                                     OnlineSoftmax& softmax, float (&o)[kHeadDim / 2]) {
+  RingPos<kStages> pos;
   u32 pa[kBlockN / 16][4];
   {  // first block: nothing to overlap with yet
     const int n = n_end - 1;
@@ -69,7 +63,6 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
     gemm_qk(s, q_wg, sm.k(pos.stage));
     wgmma::wait_group<0>();
     release(sm.k_empty(pos.stage), tid);
-    release_q_after_last_qk(sm, n, tid);
     if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
     float corr[2];
     softmax.update<kBlockN>(s, p.scale_log2, corr);   // O is still zero: nothing to rescale
@@ -85,7 +78,6 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
     gemm_pv(o, pa, sm.v(prev.stage));
     wgmma::wait_group<1>();                 // S is ready; P.V may still run
     release(sm.k_empty(pos.stage), tid);
-    release_q_after_last_qk(sm, n, tid);
     if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
     float corr[2];
     softmax.update<kBlockN>(s, p.scale_log2, corr);
@@ -103,37 +95,29 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
   release(sm.v_empty(prev.stage), tid);
 }
 
-__device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& sm, int wg, int tid) {
-  RingPos<kStages> pos;   // K/V ring position, continued across tiles exactly as the producer's
-  u32 q_phase = 0;
-  const u32 q_wg = sm.q() + wg * 64 * kRowBytes;
-  for (int idx = blockIdx.x; idx < p.num_tiles; idx += gridDim.x) {
-    const Tile t = tile_at(p, idx);
-    const int n_end = n_block_end(p, t.m_block);
-    float o[kHeadDim / 2];
+__device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& sm, const Tile& t, int n_end,
+                                             int wg, int tid) {
+  float o[kHeadDim / 2];
 #pragma unroll
-    for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.f;
-    OnlineSoftmax softmax;
-    softmax.init();
-    const int wg_row0 = t.m_block * kBlockM + wg * 64;
-    const Mask mask{p.seqlen_k, p.causal_offset, wg_row0 + frag::row_base(tid), frag::col_base(tid)};
+  for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.f;
+  OnlineSoftmax softmax;
+  softmax.init();
 
-    mbar::wait(sm.q_full(), q_phase);
-    q_phase ^= 1u;
-    if (n_end > 0) {
-      if constexpr (kOverlap) {
-        mainloop_overlapped(p, sm, mask, wg_row0, q_wg, n_end, tid, pos, softmax, o);
-      } else {
-        mainloop_serial(p, sm, mask, wg_row0, q_wg, n_end, tid, pos, softmax, o);
-      }
+  const int wg_row0 = t.m_block * kBlockM + wg * 64;
+  const Mask mask{p.seqlen_k, p.causal_offset, wg_row0 + frag::row_base(tid), frag::col_base(tid)};
+  const u32 q_wg = sm.q() + wg * 64 * kRowBytes;
+
+  if (n_end > 0) {
+    mbar::wait(sm.q_full(), 0);
+    if constexpr (kOverlap) {
+      mainloop_overlapped(p, sm, mask, wg_row0, q_wg, n_end, tid, softmax, o);
     } else {
-      release_q_after_last_qk(sm, 0, tid);   // no key visible: Q is not read at all
+      mainloop_serial(p, sm, mask, wg_row0, q_wg, n_end, tid, softmax, o);
     }
-    float inv[2], lse[2];
-    softmax.finalize(p.scale_log2, inv, lse);
-    fwd_epilogue(p, sm, t, wg, tid, o, inv, lse);
   }
-  if (tid == 0) tma::wait_group_read<0>();   // shared memory must outlive the last O store's reads
+  float inv[2], lse[2];
+  softmax.finalize(p.scale_log2, inv, lse);
+  fwd_epilogue(p, sm, t, wg, tid, o, inv, lse);
 }
 
 }}  // namespace fa3lite::attn

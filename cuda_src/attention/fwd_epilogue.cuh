@@ -1,11 +1,9 @@
 // Epilogue of one consumer warpgroup: normalise O, write LSE, store O through shared memory.
-// O goes into this warpgroup's 64 rows of sO in the same [D/64][rows][64] swizzled layout TMA uses,
-// then one thread stores each 64-column block with a TMA store; rows past seqlen_q are clipped by the
-// TMA unit, so a partial tile never writes out of bounds. The store runs on while the warpgroup
-// starts its next tile; the next epilogue first waits until that store has read sO.
+// O goes into this warpgroup's 64 rows of sQ (its own Q rows, no longer read) in the same
+// [D/64][rows][64] swizzled layout TMA uses, then one thread stores each 64-column block with a TMA
+// store; rows past seqlen_q are clipped by the TMA unit, so a partial tile never writes out of bounds.
 #pragma once
 #include "../ptx/math.cuh"
-#include "../ptx/mbarrier.cuh"
 #include "../ptx/smem.cuh"
 #include "../ptx/sync.cuh"
 #include "../ptx/tma.cuh"
@@ -42,33 +40,24 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
     }
   }
 
-  const u32 epi_bar = static_cast<u32>(NamedBarrier::kEpilogueWg0) + wg;
-  if (tid == 0) tma::wait_group_read<0>();    // the previous tile's O store is done with sO
-  named_barrier::sync(epi_bar, kWarpgroupThreads);
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; i += 2) {
     const int h = frag::half(i);
     const u32 packed = math::pack(o[i] * inv[h], o[i + 1] * inv[h], Element{});
-    smem::st_u32(sm.o() + swizzled_offset(wg_row + rb + 8 * h, cb + frag::col(i), kBlockM), packed);
+    smem::st_u32(sm.q() + swizzled_offset(wg_row + rb + 8 * h, cb + frag::col(i), kBlockM), packed);
   }
   // The TMA engine reads smem through the async proxy: make the generic stores visible to it, then
   // wait for the whole warpgroup before one thread issues the copies.
   fence::proxy_async_smem();
-  named_barrier::sync(epi_bar, kWarpgroupThreads);
+  named_barrier::sync(static_cast<u32>(NamedBarrier::kEpilogueWg0) + wg, kWarpgroupThreads);
   const int row0 = t.m_block * kBlockM + wg_row;
-  if (tid == 0) {
-    if (row0 < p.seqlen_q) {
+  if (tid == 0 && row0 < p.seqlen_q) {
 #pragma unroll
-      for (int blk = 0; blk < kColBlocks; ++blk) {
-        tma::store_5d(&p.o, sm.o() + blk * kBlockM * kRowBytes + wg_row * kRowBytes, 0, row0, blk, t.head,
-                      t.batch);
-      }
-      tma::commit_group();
+    for (int blk = 0; blk < kColBlocks; ++blk) {
+      tma::store_5d(&p.o, sm.q() + blk * kBlockM * kRowBytes + wg_row * kRowBytes, 0, row0, blk, t.head, t.batch);
     }
-    if constexpr (!kSeparateO) {   // sO is sQ: the next Q may land only after the store read it
-      tma::wait_group_read<0>();
-      mbar::arrive(sm.q_empty());
-    }
+    tma::commit_group();
+    tma::wait_group_read<0>();  // smem must stay valid until the engine has read it
   }
 }
 

@@ -2,7 +2,6 @@
 // Contract with the consumers (per K/V stage s, round r = phase):
 //   producer waits k_empty[s] (phase ^ 1), arms k_full[s] with the full box bytes, loads K  -> k_full[s]
 //   producer waits v_empty[s] (phase ^ 1), arms v_full[s], loads V                          -> v_full[s]
-//   per tile: producer waits q_empty (q_phase ^ 1), arms q_full, loads Q                      -> q_full
 // Round 0's empty waits pass at once: the buffers start free. K and V have separate barriers so
 // S = Q K^T can start while V is still in flight. Key blocks go from the last to the first, so the
 // (at most two) masked blocks come first and the remaining ones run unmasked.
@@ -17,31 +16,25 @@
 
 namespace fa3lite { namespace attn {
 
-__device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& sm) {
+__device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& sm, const Tile& t, int n_end) {
+  if (n_end <= 0) return;  // nothing visible: the consumers write zeros and -inf without any load
   tma::prefetch_desc(&p.q);
   tma::prefetch_desc(&p.k);
   tma::prefetch_desc(&p.v);
+
+  mbar::arrive_expect_tx(sm.q_full(), kQTileBytes);
+  tma::load_5d(sm.q(), &p.q, sm.q_full(), 0, t.m_block * kBlockM, 0, t.head, t.batch);
+
   RingPos<kStages> pos;
-  u32 q_phase = 0;
-  for (int idx = blockIdx.x; idx < p.num_tiles; idx += gridDim.x) {
-    const Tile t = tile_at(p, idx);
-    // Q is loaded for every tile, also one with no visible key, so the consumers' q_full/q_empty
-    // protocol never depends on the tile; the sQ slot frees when the consumers release it.
-    mbar::wait(sm.q_empty(), q_phase ^ 1u);
-    mbar::arrive_expect_tx(sm.q_full(), kQTileBytes);
-    tma::load_5d(sm.q(), &p.q, sm.q_full(), 0, t.m_block * kBlockM, 0, t.head, t.batch);
-    q_phase ^= 1u;
+  for (int n = n_end - 1; n >= 0; --n) {
+    mbar::wait(sm.k_empty(pos.stage), pos.phase ^ 1u);
+    mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
+    tma::load_5d(sm.k(pos.stage), &p.k, sm.k_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, t.batch);
 
-    for (int n = n_block_end(p, t.m_block) - 1; n >= 0; --n) {
-      mbar::wait(sm.k_empty(pos.stage), pos.phase ^ 1u);
-      mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
-      tma::load_5d(sm.k(pos.stage), &p.k, sm.k_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, t.batch);
-
-      mbar::wait(sm.v_empty(pos.stage), pos.phase ^ 1u);
-      mbar::arrive_expect_tx(sm.v_full(pos.stage), kKVTileBytes);
-      tma::load_5d(sm.v(pos.stage), &p.v, sm.v_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, t.batch);
-      pos.advance();
-    }
+    mbar::wait(sm.v_empty(pos.stage), pos.phase ^ 1u);
+    mbar::arrive_expect_tx(sm.v_full(pos.stage), kKVTileBytes);
+    tma::load_5d(sm.v(pos.stage), &p.v, sm.v_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, t.batch);
+    pos.advance();
   }
 }
 

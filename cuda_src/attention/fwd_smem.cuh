@@ -1,12 +1,10 @@
 // Shared-memory plan of the forward kernel. Every tile starts on a 1024-byte boundary so the
 // 128-byte swizzle pattern of TMA and of the wgmma descriptors line up (descriptor base offset 0).
-//   sQ            kBlockM x D
+//   sQ            kBlockM x D   (reused as sO by the epilogue: each warpgroup only ever touches its
+//                                own 64 rows, so its O never overwrites Q rows the other still reads)
 //   sK[kStages]   kBlockN x D
 //   sV[kStages]   kBlockN x D
-//   sO            kBlockM x D   when it fits (kSeparateO); otherwise O reuses sQ (each warpgroup only
-//                               touches its own 64 rows, so its O never overwrites Q rows the other
-//                               still reads) and the next tile's Q waits for O's store
-//   mbarriers     q_full, q_empty, k_full/k_empty[kStages], v_full/v_empty[kStages]
+//   mbarriers     q_full, k_full/k_empty[kStages], v_full/v_empty[kStages]
 // Each tile is stored as [D/64 column block][row][64 columns], 128 bytes per row.
 #pragma once
 #include "config.cuh"
@@ -15,21 +13,12 @@ namespace fa3lite { namespace attn {
 
 constexpr int kSmemAlign = 1024;
 
-constexpr u32 kTilesBytes = kQTileBytes + 2 * kStages * kKVTileBytes;
-// A separate O buffer lets the next tile's Q load start while this tile's O is still being stored.
-constexpr bool kSeparateO = kTilesBytes + kQTileBytes + 2 * kSmemAlign <= 227 * 1024;
-
-// q_empty arrivals per tile: with a separate sO each consumer warp frees sQ after its last Q K^T;
-// with sO aliasing sQ, one thread per warpgroup frees it once the O store has read shared memory.
-constexpr int kQEmptyArrivals = kSeparateO ? kConsumerWarps : kConsumerWarpgroups;
-
 struct FwdSmem {
   static constexpr u32 kQ = 0;
   static constexpr u32 kK = kQ + kQTileBytes;
   static constexpr u32 kV = kK + kStages * kKVTileBytes;
-  static constexpr u32 kO = kSeparateO ? kV + kStages * kKVTileBytes : kQ;
-  static constexpr u32 kBarriers = kTilesBytes + (kSeparateO ? kQTileBytes : 0);
-  static constexpr u32 kNumBarriers = 2 + 4 * kStages;
+  static constexpr u32 kBarriers = kV + kStages * kKVTileBytes;
+  static constexpr u32 kNumBarriers = 1 + 4 * kStages;
   static constexpr u32 kBytes = kBarriers + 8 * kNumBarriers;
   // The host requests this much: the tiles, the barriers and slack to align the base to 1024.
   static constexpr u32 kDynamicBytes = kBytes + kSmemAlign;
@@ -39,18 +28,13 @@ struct FwdSmem {
   __device__ __forceinline__ u32 q() const { return base + kQ; }
   __device__ __forceinline__ u32 k(int s) const { return base + kK + s * kKVTileBytes; }
   __device__ __forceinline__ u32 v(int s) const { return base + kV + s * kKVTileBytes; }
-  __device__ __forceinline__ u32 o() const { return base + kO; }
   __device__ __forceinline__ u32 q_full() const { return base + kBarriers; }
-  __device__ __forceinline__ u32 q_empty() const { return base + kBarriers + 8; }
-  __device__ __forceinline__ u32 k_full(int s) const { return base + kBarriers + 8 * (2 + s); }
-  __device__ __forceinline__ u32 k_empty(int s) const { return base + kBarriers + 8 * (2 + kStages + s); }
-  __device__ __forceinline__ u32 v_full(int s) const { return base + kBarriers + 8 * (2 + 2 * kStages + s); }
-  __device__ __forceinline__ u32 v_empty(int s) const { return base + kBarriers + 8 * (2 + 3 * kStages + s); }
+  __device__ __forceinline__ u32 k_full(int s) const { return base + kBarriers + 8 * (1 + s); }
+  __device__ __forceinline__ u32 k_empty(int s) const { return base + kBarriers + 8 * (1 + kStages + s); }
+  __device__ __forceinline__ u32 v_full(int s) const { return base + kBarriers + 8 * (1 + 2 * kStages + s); }
+  __device__ __forceinline__ u32 v_empty(int s) const { return base + kBarriers + 8 * (1 + 3 * kStages + s); }
 };
 
-#ifdef FA3LITE_SMEM_BYTES
-static_assert(FwdSmem::kDynamicBytes == FA3LITE_SMEM_BYTES, "host and device disagree on shared memory size");
-#endif
 static_assert(FwdSmem::kDynamicBytes <= 227 * 1024, "tiles exceed Hopper's 227 KB of shared memory per CTA");
 static_assert(kQTileBytes % kSmemAlign == 0 && kKVTileBytes % kSmemAlign == 0, "tiles must keep 1024-byte alignment");
 

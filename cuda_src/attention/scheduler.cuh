@@ -1,9 +1,7 @@
-// Tile scheduler. Tiles are (query block, head, batch), numbered 0 .. num_tiles - 1 with the query
-// block fastest, so tiles in flight together belong to one head and share its K/V in L2; with a
-// causal mask a head's last query blocks (which see the most keys) come first, so the long tiles do
-// not trail at the end. The grid is persistent: CTA b takes tiles b, b + gridDim.x, ... , so the K/V
-// ring and the epilogue of one tile overlap the next tile's loads, and B * H is never limited by the
-// grid's 65535 cap on y/z.
+// Tile scheduler: one CTA per (query block, head, batch), flattened into blockIdx.x so the grid is
+// never limited by the 65535 cap on grid y/z (B * H can be anything). Query blocks of one head are
+// adjacent, so CTAs running together share K/V in L2. With a causal mask the last query blocks see
+// the most keys: they are scheduled first so the long tiles do not trail at the end of the grid.
 #pragma once
 #include "config.cuh"
 #include "params.cuh"
@@ -17,7 +15,8 @@ struct Tile {
   int batch;
 };
 
-__device__ __forceinline__ Tile tile_at(const FwdParams& p, int idx) {
+__device__ __forceinline__ Tile tile_of_block(const FwdParams& p) {
+  const unsigned idx = blockIdx.x;
   const int m_rev = idx % p.num_m_blocks;
   const unsigned rest = idx / p.num_m_blocks;
   Tile t;
