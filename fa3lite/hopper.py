@@ -5,6 +5,7 @@ contiguous; out (B, Sq, Hq, D) contiguous; lse (B, Hq, Sq) fp32, natural log.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -32,7 +33,18 @@ def unsupported_reasons(q, k, v, softmax_scale: float | None = None) -> list[str
 
 
 def fwd_variant(q, causal: bool) -> FwdVariant:
-    return FwdVariant(q.shape[-1], _DTYPE_NAMES[q.dtype], bool(causal), debug=debug_build())
+    return _variant(q.shape[-1], _DTYPE_NAMES[q.dtype], bool(causal), debug_build())
+
+
+@functools.cache
+def _variant(head_dim: int, dtype: str, causal: bool, debug: bool) -> FwdVariant:
+    return FwdVariant(head_dim, dtype, causal, debug=debug)
+
+
+@functools.cache
+def _loaded(variant: FwdVariant, device_index: int) -> launch.Loaded:
+    """The variant's kernel on one device; cached here so a call hashes a small key, not the spec."""
+    return launch.load(variant.spec(), device_index, variant.smem_bytes)
 
 
 def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
@@ -56,7 +68,7 @@ def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
 
     variant = fwd_variant(q, causal)
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
-    kernel = launch.load(variant.spec(), dev, variant.smem_bytes)
+    kernel = _loaded(variant, dev)
     num_m_blocks = -(-Sq // variant.block_m)
     tiles = num_m_blocks * Hq * B
     if tiles > _MAX_GRID_X:

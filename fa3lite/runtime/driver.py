@@ -24,7 +24,7 @@ def check(result):
 
 
 _ctx_lock = threading.Lock()
-_primary: dict[int, object] = {}
+_primary: dict[int, int] = {}   # device index -> primary context handle
 
 
 def make_current(device_index: int) -> None:
@@ -33,17 +33,18 @@ def make_current(device_index: int) -> None:
     Autograd may run backward on a thread where no context was ever made current; driver calls
     there would fail or hit the wrong device without this.
     """
-    from cuda.bindings import driver
+    from . import cdriver
 
     ctx = _primary.get(device_index)
     if ctx is None:
+        from cuda.bindings import driver
+
         with _ctx_lock:
             ctx = _primary.get(device_index)
             if ctx is None:
                 check(driver.cuInit(0))
                 dev = check(driver.cuDeviceGet(device_index))
-                ctx = check(driver.cuDevicePrimaryCtxRetain(dev))
+                ctx = int(check(driver.cuDevicePrimaryCtxRetain(dev)))
                 _primary[device_index] = ctx
-    cur = check(driver.cuCtxGetCurrent())
-    if cur is None or int(cur) != int(ctx):
-        check(driver.cuCtxSetCurrent(ctx))
+    if cdriver.current_context() != ctx:
+        cdriver.set_context(ctx)

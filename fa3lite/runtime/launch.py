@@ -5,7 +5,7 @@ import ctypes
 import dataclasses
 import threading
 
-from . import cache
+from . import cache, cdriver
 from .compile import KernelSpec
 from .driver import check, make_current
 
@@ -14,7 +14,8 @@ _PARAM_ALIGN = 64  # TmaDesc members need 64-byte alignment in the copied parame
 
 @dataclasses.dataclass(frozen=True)
 class Loaded:
-    function: object   # CUfunction
+    function: object   # CUfunction (cuda.bindings)
+    handle: int        # the same CUfunction as a raw pointer, for the ctypes launch path
     smem_bytes: int
 
 
@@ -42,21 +43,19 @@ def load(spec: KernelSpec, device_index: int, smem_bytes: int) -> Loaded:
         check(driver.cuFuncSetAttribute(
             fn, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes))
         _modules.append(module)
-        loaded = Loaded(function=fn, smem_bytes=smem_bytes)
+        loaded = Loaded(function=fn, handle=int(fn), smem_bytes=smem_bytes)
         _loaded[key] = loaded
         return loaded
 
 
 def launch(kernel: Loaded, grid: tuple[int, int, int], block: int, params: bytes,
            device_index: int, stream_handle: int) -> None:
-    """Launch with one by-value struct parameter (``params``, packed by ParamStruct)."""
-    from cuda.bindings import driver
+    """Launch with one by-value struct parameter (``params``, packed by ParamStruct).
 
+    The driver copies the parameter block during the call, so a per-call buffer is enough.
+    """
     make_current(device_index)
     raw = ctypes.create_string_buffer(len(params) + _PARAM_ALIGN)
     base = (ctypes.addressof(raw) + _PARAM_ALIGN - 1) // _PARAM_ALIGN * _PARAM_ALIGN
     ctypes.memmove(base, params, len(params))
-    argv = (ctypes.c_void_p * 1)(base)
-    check(driver.cuLaunchKernel(
-        kernel.function, grid[0], grid[1], grid[2], block, 1, 1, kernel.smem_bytes,
-        driver.CUstream(stream_handle), ctypes.addressof(argv), 0))
+    cdriver.launch(kernel.handle, grid, block, kernel.smem_bytes, stream_handle, base)

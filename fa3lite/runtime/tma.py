@@ -8,50 +8,50 @@ memory as [block][row][64 columns], the layout wgmma's descriptors expect.
 from __future__ import annotations
 
 import ctypes
+import threading
 
-from .driver import check
+from . import cdriver
+
+_lock = threading.Lock()  # guards the shared scratch buffer (autograd may call from another thread)
 
 COLS = 64  # bf16/fp16 elements in one 128-byte swizzle row
 _MAX_STRIDE = 1 << 40
 
 
-def _dtype_enum(dtype):
-    import torch
-    from cuda.bindings import driver
+_CACHE_LIMIT = 4096  # encoded maps kept; a map is a pure function of its key, so reuse is exact
+_cache: dict[tuple, bytes] = {}
+_scratch = ctypes.create_string_buffer(128 + 64)
+_scratch_addr = (ctypes.addressof(_scratch) + 63) // 64 * 64
 
-    T = driver.CUtensorMapDataType
-    table = {
-        torch.bfloat16: T.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        torch.float16: T.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        torch.float32: T.CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-    }
+
+def _dtype_enum(dtype) -> int:
+    import torch
+
+    table = {torch.bfloat16: cdriver.DTYPE_BFLOAT16, torch.float16: cdriver.DTYPE_FLOAT16,
+             torch.float32: cdriver.DTYPE_FLOAT32}
     return table[dtype]
 
 
 def encode(ptr: int, dtype, dims: list[int], strides_bytes: list[int], box: list[int],
            swizzle_128b: bool = True) -> bytes:
     """128 bytes of a tiled tensor map. ``dims``/``box`` innermost first; ``strides_bytes`` for dims 1..n-1."""
-    from cuda.bindings import driver
-
+    key = (ptr, dtype, tuple(dims), tuple(strides_bytes), tuple(box), swizzle_128b)
+    hit = _cache.get(key)
+    if hit is not None:
+        return hit
     if ptr % 16:
         raise ValueError(f"TMA base address must be 16-byte aligned, got {ptr:#x}")
     for s in strides_bytes:
         if s % 16 or not 0 < s < _MAX_STRIDE:
             raise ValueError(f"TMA strides must be positive multiples of 16 bytes below 2^40, got {strides_bytes}")
-    rank = len(dims)
-    sw = driver.CUtensorMapSwizzle
-    tm = check(driver.cuTensorMapEncodeTiled(
-        _dtype_enum(dtype), rank, ptr,
-        [driver.cuuint64_t(d) for d in dims],
-        [driver.cuuint64_t(s) for s in strides_bytes],
-        [driver.cuuint32_t(b) for b in box],
-        [driver.cuuint32_t(1)] * rank,
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        sw.CU_TENSOR_MAP_SWIZZLE_128B if swizzle_128b else sw.CU_TENSOR_MAP_SWIZZLE_NONE,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-    ))
-    return ctypes.string_at(tm.getPtr(), 128)
+    swizzle = cdriver.SWIZZLE_128B if swizzle_128b else cdriver.SWIZZLE_NONE
+    with _lock:
+        cdriver.encode_tiled(_scratch_addr, _dtype_enum(dtype), ptr, dims, strides_bytes, box, swizzle)
+        blob = ctypes.string_at(_scratch_addr, 128)
+    if len(_cache) >= _CACHE_LIMIT:
+        _cache.clear()
+    _cache[key] = blob
+    return blob
 
 
 def bshd_map(t, box_rows: int, box_col_blocks: int | None = None) -> bytes:
