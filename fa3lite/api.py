@@ -50,7 +50,7 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=Fal
     checks.raise_if_any(problems, "flash_attn_func")
     scale = q.shape[3] ** -0.5 if softmax_scale is None else float(softmax_scale)
     causal_offset = k.shape[1] - q.shape[1] if causal else 0
-    out, lse = ops.FWD(q, k, v, scale, causal, causal_offset, deterministic, backend)
+    out, lse = ops.attention(q, k, v, scale, causal, causal_offset, deterministic, backend)
     return (out, lse) if return_lse else out
 
 
@@ -105,7 +105,7 @@ def _fa3lite_sdpa(query, key, value, is_causal, scale, backend):
     softmax_scale = q.shape[3] ** -0.5 if scale is None else float(scale)
     # torch's is_causal is top-left aligned: causal_offset 0 whatever Sq and Sk.
     deterministic = torch.are_deterministic_algorithms_enabled()
-    out, _ = ops.FWD(q, k, v, softmax_scale, is_causal, 0, deterministic, backend)
+    out, _ = ops.attention(q, k, v, softmax_scale, is_causal, 0, deterministic, backend)
     return out.transpose(1, 2)
 
 

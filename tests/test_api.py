@@ -174,14 +174,14 @@ def test_sdpa_fa3lite_path_matches_torch_sdpa(dtype, dims, is_causal, scale):
 def test_sdpa_passes_views_to_the_op_and_returns_a_view(monkeypatch):
     q, k, v = _sdpa_inputs(2, 4, 2, 5, 7, 16, torch.bfloat16)
     seen = {}
-    real = ops.FWD
+    real = ops.attention
 
     def spy(qq, kk, vv, scale, causal, offset, deterministic, backend):
         seen.update(q=qq, k=kk, v=vv, scale=scale, causal=causal, offset=offset,
                     deterministic=deterministic, backend=backend)
         return real(qq, kk, vv, scale, causal, offset, deterministic, backend)
 
-    monkeypatch.setattr(ops, "FWD", spy)
+    monkeypatch.setattr(ops, "attention", spy)
     out = fa3lite.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, backend="torch")
     assert not seen  # backend="torch" is torch's SDPA itself
     with warnings.catch_warnings():
@@ -199,8 +199,8 @@ def test_sdpa_passes_views_to_the_op_and_returns_a_view(monkeypatch):
 def test_sdpa_deterministic_follows_torch_setting(monkeypatch):
     q, k, v = _sdpa_inputs(1, 2, 2, 3, 3, 8, torch.float16)
     seen = []
-    real = ops.FWD
-    monkeypatch.setattr(ops, "FWD", lambda *a: seen.append(a[6]) or real(*a))
+    real = ops.attention
+    monkeypatch.setattr(ops, "attention", lambda *a: seen.append(a[6]) or real(*a))
     was = torch.are_deterministic_algorithms_enabled()
     try:
         torch.use_deterministic_algorithms(True)

@@ -7,6 +7,7 @@ is a compile error (checked in CI), not a silent misread.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import struct
 
 # C type -> (struct format, size, alignment); "tma" is a CUtensorMap (128 bytes, 64-byte aligned).
@@ -33,13 +34,19 @@ class ParamStruct:
     name: str
     fields: tuple[tuple[str, str], ...]
 
-    @property
+    @functools.cached_property
     def offsets(self) -> dict[str, int]:
         return self._layout()[0]
 
-    @property
+    @functools.cached_property
     def size(self) -> int:
         return self._layout()[1]
+
+    @functools.cached_property
+    def _packers(self) -> tuple[tuple[str, int, int, struct.Struct | None], ...]:
+        """(name, offset, size, packer) per field, computed once: pack() runs on every launch."""
+        return tuple((f, self.offsets[f], _TYPES[t][1], struct.Struct("<" + _TYPES[t][0]) if _TYPES[t][0] else None)
+                     for f, t in self.fields)
 
     def _layout(self) -> tuple[dict[str, int], int]:
         off, offsets, max_align = 0, {}, 1
@@ -68,17 +75,16 @@ class ParamStruct:
     def pack(self, **values) -> bytes:
         """Bytes of one struct; tma fields take 128-byte blobs, the rest numbers."""
         buf = bytearray(self.size)
-        missing = {f for f, _ in self.fields} - values.keys()
-        if missing:
-            raise TypeError(f"{self.name}: missing fields {sorted(missing)}")
-        for fname, ftype in self.fields:
-            fmt, size, _ = _TYPES[ftype]
-            off = self.offsets[fname]
+        if len(values) != len(self.fields) or not values.keys() >= self.offsets.keys():
+            missing = sorted(self.offsets.keys() - values.keys())
+            extra = sorted(values.keys() - self.offsets.keys())
+            raise TypeError(f"{self.name}: missing fields {missing}, unknown fields {extra}")
+        for fname, off, size, packer in self._packers:
             v = values[fname]
-            if fmt is None:
+            if packer is None:
                 if len(v) != size:
                     raise ValueError(f"{self.name}.{fname}: expected {size} bytes, got {len(v)}")
                 buf[off:off + size] = v
             else:
-                struct.pack_into("<" + fmt, buf, off, v)
+                packer.pack_into(buf, off, v)
         return bytes(buf)

@@ -1,0 +1,217 @@
+"""The attention implementations the benchmark times, each behind one small adapter.
+
+Every adapter takes q, k, v as (B, S, H, d) tensors (flash_attn layout) and returns out of the same
+layout, so all of them run on the very same input tensors. SDPA and FlexAttention want (B, H, S, d):
+they get transposed views of the same storage, and their output is transposed back (a view).
+Causal means bottom-right alignment (key j visible to query i iff j <= i + Sk - Sq); the grid only
+has Sq == Sk, where top-left (SDPA's is_causal) is the same mask.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, ContextManager
+
+import torch
+
+AttnCall = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+BASELINE = "cudnn"
+# FlexAttention recompiles for each new static shape; dynamo's default limit (8) would fall back to
+# eager (slow, S x S memory) partway through the grid.
+_FLEX_RECOMPILE_LIMIT = 256
+
+
+@dataclass(frozen=True)
+class Bound:
+    """An implementation fixed to one mask/scale: call(q, k, v) -> out, all (B, S, H, d).
+
+    context() is entered around a batch of calls (SDPA's backend selection), outside the timing of
+    each call but inside the loop that times them.
+    """
+
+    call: AttnCall
+    context: Callable[[], ContextManager] = field(default=contextlib.nullcontext)
+
+
+class Impl:
+    """Base adapter. name: key in the files; label: column heading."""
+
+    name = ""
+    label = ""
+
+    def probe(self) -> str | None:
+        """None when the implementation can be imported here, else the reason it is absent."""
+        raise NotImplementedError
+
+    def bind(self, causal: bool, seqlen_q: int, seqlen_k: int, scale: float, device) -> Bound:
+        raise NotImplementedError
+
+
+def _first(result):
+    """Libraries return out or (out, lse, ...): keep out."""
+    return result[0] if isinstance(result, (tuple, list)) else result
+
+
+def _import_reason(module: str, attr: str | None = None) -> str | None:
+    try:
+        mod = importlib.import_module(module)
+        if attr is not None and not hasattr(mod, attr):
+            return f"{module} has no {attr}"
+    except Exception as exc:  # an installed but broken package is just as absent
+        return f"cannot import {module}{'.' + attr if attr else ''}: {type(exc).__name__}: {exc}"
+    return None
+
+
+class Fa3lite(Impl):
+    """fa3lite.flash_attn_func pinned to its Hopper kernels: a fallback must never be timed as it."""
+
+    name, label = "fa3lite", "fa3lite"
+
+    def probe(self):
+        return _import_reason("fa3lite", "flash_attn_func")
+
+    def bind(self, causal, seqlen_q, seqlen_k, scale, device):
+        import fa3lite
+
+        fn = fa3lite.flash_attn_func
+
+        def call(q, k, v):
+            return fn(q, k, v, softmax_scale=scale, causal=causal, backend="fa3lite")
+
+        return Bound(call)
+
+
+class Sdpa(Impl):
+    """torch SDPA restricted to one backend (cuDNN, flash = FA2, memory-efficient)."""
+
+    def __init__(self, name: str, label: str, backend_name: str):
+        self.name, self.label, self._backend_name = name, label, backend_name
+
+    def probe(self):
+        reason = _import_reason("torch.nn.attention", "sdpa_kernel")
+        if reason is None and not hasattr(torch.nn.attention.SDPBackend, self._backend_name):
+            reason = f"torch {torch.__version__} has no SDPBackend.{self._backend_name}"
+        return reason
+
+    def bind(self, causal, seqlen_q, seqlen_k, scale, device):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        backend = getattr(SDPBackend, self._backend_name)
+        if causal and seqlen_q != seqlen_k:
+            raise NotImplementedError("SDPA's is_causal is top-left; bottom-right needs Sq == Sk here")
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+
+        def call(q, k, v):
+            out = sdpa(
+                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal, scale=scale
+            )
+            return out.transpose(1, 2)
+
+        return Bound(call, lambda: sdpa_kernel(backend))
+
+
+_flex_compiled = None
+
+
+def _compiled_flex():
+    global _flex_compiled
+    if _flex_compiled is None:
+        import torch._dynamo.config as dynamo_config
+        from torch.nn.attention.flex_attention import flex_attention
+
+        for knob in ("recompile_limit", "cache_size_limit"):
+            if hasattr(dynamo_config, knob):
+                setattr(dynamo_config, knob, max(getattr(dynamo_config, knob), _FLEX_RECOMPILE_LIMIT))
+        # Donated buffers (a memory saving: the backward reuses saved tensors' storage) forbid
+        # retain_graph, which the backward-only timing needs to replay one graph per input set.
+        import torch._functorch.config as functorch_config
+
+        if hasattr(functorch_config, "donated_buffer"):
+            functorch_config.donated_buffer = False
+        # Static shapes: what a fixed-shape training run gets, and flex's fastest kernels.
+        _flex_compiled = torch.compile(flex_attention, dynamic=False)
+    return _flex_compiled
+
+
+class Flex(Impl):
+    """FlexAttention under torch.compile; causal through a block mask (fully masked blocks skipped)."""
+
+    name, label = "flex", "Flex"
+
+    def probe(self):
+        return _import_reason("torch.nn.attention.flex_attention", "create_block_mask") or (
+            _import_reason("triton")
+        )
+
+    def bind(self, causal, seqlen_q, seqlen_k, scale, device):
+        from torch.nn.attention.flex_attention import create_block_mask
+
+        flex = _compiled_flex()
+        block_mask = None
+        if causal:
+            offset = seqlen_k - seqlen_q
+
+            def bottom_right(b, h, q_idx, kv_idx):
+                return kv_idx <= q_idx + offset
+
+            block_mask = create_block_mask(bottom_right, None, None, seqlen_q, seqlen_k, device=device)
+
+        def call(q, k, v):
+            out = flex(
+                q.transpose(1, 2),
+                k.transpose(1, 2),
+                v.transpose(1, 2),
+                block_mask=block_mask,
+                scale=scale,
+            )
+            return out.transpose(1, 2)
+
+        return Bound(call)
+
+
+class FlashAttnLib(Impl):
+    """A flash_attn-style package: module.flash_attn_func(q, k, v, softmax_scale=, causal=)."""
+
+    def __init__(self, name: str, label: str, module: str, package: str):
+        self.name, self.label, self._module, self._package = name, label, module, package
+
+    def probe(self):
+        reason = _import_reason(self._module, "flash_attn_func")
+        return None if reason is None else f"{self._package} not installed ({reason})"
+
+    def bind(self, causal, seqlen_q, seqlen_k, scale, device):
+        fn = importlib.import_module(self._module).flash_attn_func
+
+        def call(q, k, v):
+            return _first(fn(q, k, v, softmax_scale=scale, causal=causal))
+
+        return Bound(call)
+
+
+def all_impls() -> list[Impl]:
+    """Every implementation, in table order (fa3lite first, the cuDNN baseline next)."""
+    return [
+        Fa3lite(),
+        Sdpa(BASELINE, "cuDNN", "CUDNN_ATTENTION"),
+        FlashAttnLib("fa4", "FA4", "flash_attn.cute", "flash-attn-4"),
+        FlashAttnLib("fa3", "FA3", "flash_attn_interface", "FlashAttention-3 (flash_attn_interface)"),
+        Sdpa("fa2", "FA2(SDPA)", "FLASH_ATTENTION"),
+        Sdpa("mem_eff", "MemEff", "EFFICIENT_ATTENTION"),
+        Flex(),
+    ]
+
+
+IMPL_NAMES = tuple(i.name for i in all_impls())
+
+
+def select_impls(names: tuple[str, ...] | None) -> list[Impl]:
+    """The implementations named (all when None), in table order; unknown names raise ValueError."""
+    impls = all_impls()
+    if not names:
+        return impls
+    unknown = [n for n in names if n not in IMPL_NAMES]
+    if unknown:
+        raise ValueError(f"impl: expected names from {IMPL_NAMES}, got {unknown}")
+    return [i for i in impls if i.name in names]

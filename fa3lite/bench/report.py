@@ -1,0 +1,213 @@
+"""Report writing: the terminal table, CSV and JSON (stdlib only).
+
+Table cells read "TFLOP/s ratio" where ratio = TFLOP/s / cuDNN's TFLOP/s on the same cell and mode,
+or a status word when the implementation was not timed there.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from dataclasses import asdict
+from pathlib import Path
+
+from .impls import BASELINE
+from .results import ABSENT, OK, OOM, SKIPPED, UNSUPPORTED, WRONG, BenchRun, measurement_row
+
+META_COLUMNS = ("device", "driver", "torch", "cuda", "cudnn", "fa3lite_commit", "fa3lite_source_hash")
+CSV_COLUMNS = (
+    "impl", "head_dim", "mask", "seqlen", "batch", "heads", "dtype", "mode", "status",
+    "ms_median", "ms_p20", "ms_p80", "reps", "gflop", "tflops", "ratio_cudnn", "reason",
+) + META_COLUMNS
+STATUS_WORDS = {WRONG: "WRONG", UNSUPPORTED: "unsup", ABSENT: "absent", OOM: "OOM", SKIPPED: "skip"}
+COL_WIDTH = 11
+MODE_LABELS = {"fwd": "fwd", "bwd": "bwd", "fwdbwd": "fwd+bwd"}
+
+
+def ratios(run: BenchRun) -> dict:
+    """{(impl, head_dim, causal, seqlen, mode): ratio to the baseline's TFLOP/s} where both are timed."""
+    base = {
+        (m.cell.head_dim, m.cell.causal, m.cell.seqlen, m.mode): m.tflops
+        for m in run.measurements
+        if m.impl == BASELINE and m.status == OK
+    }
+    out = {}
+    for m in run.measurements:
+        key = (m.cell.head_dim, m.cell.causal, m.cell.seqlen, m.mode)
+        if m.status == OK and base.get(key):
+            out[(m.impl,) + key] = m.tflops / base[key]
+    return out
+
+
+def rows(run: BenchRun) -> list[dict]:
+    """One dict per measurement with the CSV_COLUMNS keys."""
+    r = ratios(run)
+    meta = {k: run.meta.get(k) for k in META_COLUMNS}
+    out = []
+    for m in run.measurements:
+        row = measurement_row(m)
+        row["ratio_cudnn"] = r.get((m.impl, m.cell.head_dim, m.cell.causal, m.cell.seqlen, m.mode))
+        row.update(meta)
+        out.append(row)
+    return out
+
+
+def impl_order(run: BenchRun, labels: dict[str, str]) -> list[str]:
+    """Implementations in the order of `labels` that appear in the run, then any others."""
+    seen = list(dict.fromkeys(m.impl for m in run.measurements))
+    return [n for n in labels if n in seen] + [n for n in seen if n not in labels]
+
+
+def _cell_text(m, ratio) -> str:
+    if m is None:
+        return "-"
+    if m.status != OK:
+        return STATUS_WORDS[m.status]
+    tf = f"{m.tflops:.0f}" if m.tflops >= 10 else f"{m.tflops:.2g}"  # tiny test shapes stay readable
+    return f"{tf} {ratio:.2f}x" if ratio is not None else tf
+
+
+def format_table(run: BenchRun, labels: dict[str, str]) -> str:
+    """The main table: one row per (head dim, mask, S, mode), one column per implementation."""
+    order = impl_order(run, labels)
+    r = ratios(run)
+    by_key = {(m.impl, m.cell.head_dim, m.cell.causal, m.cell.seqlen, m.mode): m for m in run.measurements}
+    row_keys = list(dict.fromkeys((m.cell.head_dim, m.cell.causal, m.cell.seqlen, m.mode) for m in run.measurements))
+    row_keys.sort(key=lambda k: (k[0], k[1], k[3] != "fwd", k[3] == "fwdbwd", k[2]))
+    width = max([COL_WIDTH] + [len(labels.get(n, n)) for n in order])
+    head = f"{'d':>4} {'mask':<6} {'S':>6} {'mode':<7} |" + "".join(
+        f" {labels.get(n, n):>{width}}" for n in order
+    )
+    lines = [head, "-" * len(head)]
+    previous = None
+    for d, causal, s, mode in row_keys:
+        if previous is not None and previous != (d, causal, mode):
+            lines.append("")
+        previous = (d, causal, mode)
+        cells = "".join(
+            f" {_cell_text(by_key.get((n, d, causal, s, mode)), r.get((n, d, causal, s, mode))):>{width}}"
+            for n in order
+        )
+        lines.append(f"{d:>4} {'causal' if causal else 'full':<6} {s:>6} {MODE_LABELS.get(mode, mode):<7} |{cells}")
+    return "\n".join(lines)
+
+
+def format_untimed(run: BenchRun, labels: dict[str, str]) -> str:
+    """Why each implementation was not timed where it was not, grouped by (impl, status, reason)."""
+    groups = defaultdict(list)
+    for m in run.measurements:
+        if m.status not in (OK, ABSENT):
+            groups[(m.impl, m.status, m.reason)].append(m)
+    lines = []
+    for (impl, status, reason), ms in groups.items():
+        where = sorted({f"d={m.cell.head_dim} {m.cell.mask} S={m.cell.seqlen}" for m in ms})
+        modes = sorted({MODE_LABELS.get(m.mode, m.mode) for m in ms})
+        shown = ", ".join(where[:4]) + (f" (+{len(where) - 4} more)" if len(where) > 4 else "")
+        lines.append(f"  {labels.get(impl, impl)} {STATUS_WORDS[status]} [{'/'.join(modes)}] at {shown}: {reason}")
+    for impl, reason in run.absent.items():
+        lines.append(f"  {labels.get(impl, impl)} absent: {reason}")
+    return "\n".join(lines)
+
+
+def format_host_times(run: BenchRun, labels: dict[str, str], shape: str) -> str:
+    lines = [f"Host time per forward call at {shape} (issued back to back; wall includes the GPU):",
+             f"  {'impl':<12} {'host us':>9} {'wall us':>9}"]
+    for h in run.host_times:
+        if h.status == OK:
+            lines.append(f"  {labels.get(h.impl, h.impl):<12} {h.host_us:>9.1f} {h.wall_us:>9.1f}")
+        else:
+            lines.append(f"  {labels.get(h.impl, h.impl):<12} {STATUS_WORDS[h.status]:>9}  {h.reason[:90]}")
+    return "\n".join(lines)
+
+
+def format_compile_times(run: BenchRun) -> str:
+    lines = ["fa3lite first call per variant: cold cache (compile) / disk cache (new process) / warm call;",
+             "  the first row of each process also carries that process's first-call setup (its disk column",
+             "  shows how much):",
+             f"  {'d':>4} {'mask':<6} {'kind':<4} {'cold s':>8} {'disk s':>8} {'warm ms':>8}"]
+    for c in run.compile_times:
+        mask = "causal" if c.causal else "full"
+        if c.status == OK:
+            disk = f"{c.disk_cached_s:8.3f}" if c.disk_cached_s is not None else f"{'-':>8}"
+            note = f"  ({c.reason})" if c.reason else ""
+            lines.append(f"  {c.head_dim:>4} {mask:<6} {c.kind:<4} {c.cold_s:8.3f} {disk} {c.warm_ms:8.3f}{note}")
+        else:
+            lines.append(f"  {c.head_dim:>4} {mask:<6} {c.kind:<4} {STATUS_WORDS[c.status]:>8}  {c.reason[:90]}")
+    return "\n".join(lines)
+
+
+def format_checks(run: BenchRun) -> str:
+    """Counts of check outcomes, then every check that did not pass."""
+    counts = defaultdict(int)
+    for c in run.checks:
+        counts[c.status] += 1
+    lines = ["Correctness checks (FA3 rule vs fp32 reference): "
+             + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))]
+    for c in run.checks:
+        if c.status not in (OK, SKIPPED) or c.impl == "numba-oracle":
+            mask = "causal" if c.causal else "full"
+            lines.append(f"  {c.impl} d={c.head_dim} {mask} S={c.seqlen}: {c.status}: {c.detail[:160]}")
+    return "\n".join(lines)
+
+
+def format_report(run: BenchRun, labels: dict[str, str], host_shape: str) -> str:
+    """Everything printed at the end of a run (and saved as table.txt)."""
+    m = run.meta
+    cfg = run.config
+    header = [
+        f"fa3lite benchmark: {m.get('device')} (sm {m.get('capability')}), driver {m.get('driver')}, "
+        f"torch {m.get('torch')}, CUDA {m.get('cuda')}, cuDNN {m.get('cudnn')}",
+        f"fa3lite {m.get('fa3lite_version')} commit {m.get('fa3lite_commit')} source {m.get('fa3lite_source_hash')}"
+        f"  {m.get('date_utc')}",
+        f"{cfg.get('dtype')}, {cfg.get('tokens')} tokens per batch, width {cfg.get('width')} (H = width/d), "
+        f"median of {cfg.get('reps')} reps; TFLOP/s and ratio to SDPA cuDNN "
+        "(FLOPs 4*B*H*S*S*d, /2 causal, x2.5 bwd)",
+        "Each call timed between CUDA events with the host queued ahead, inputs rotated past L2, as in "
+        "training (inputs require grad); a call whose host work outlasts its GPU work is timed host-bound.",
+    ]
+    if not run.complete:
+        header.append("INCOMPLETE RUN: stopped early; cells not reached are missing or marked skip")
+    parts = ["\n".join(header), format_table(run, labels)]
+    untimed = format_untimed(run, labels)
+    if untimed:
+        parts.append("Not timed:\n" + untimed)
+    if run.checks:
+        parts.append(format_checks(run))
+    if run.host_times:
+        parts.append(format_host_times(run, labels, host_shape))
+    if run.compile_times:
+        parts.append(format_compile_times(run))
+    if run.notes:
+        parts.append("Notes:\n" + "\n".join(f"  {n}" for n in run.notes))
+    parts.append(f"elapsed {run.elapsed_s:.0f} s")
+    return "\n\n".join(parts)
+
+
+def write_csv(path: Path, run: BenchRun) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+        w.writeheader()
+        for row in rows(run):
+            w.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in CSV_COLUMNS})
+
+
+def to_json(run: BenchRun) -> dict:
+    return {
+        "meta": run.meta,
+        "config": run.config,
+        "complete": run.complete,
+        "elapsed_s": run.elapsed_s,
+        "self_check": run.self_check,
+        "absent": run.absent,
+        "results": rows(run),
+        "checks": [asdict(c) for c in run.checks],
+        "host_time": [asdict(h) for h in run.host_times],
+        "compile_time": [asdict(c) for c in run.compile_times],
+        "notes": run.notes,
+    }
+
+
+def write_json(path: Path, run: BenchRun) -> None:
+    with open(path, "w") as f:
+        json.dump(to_json(run), f, indent=1, default=str)
+        f.write("\n")

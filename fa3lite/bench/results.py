@@ -1,0 +1,122 @@
+"""What a benchmark run produces: one record per (implementation, cell, mode) and the side tables."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .flops import cell_flops, tflops
+from .grid import Cell
+from .timing import Stats
+
+OK = "ok"
+WRONG = "wrong"
+UNSUPPORTED = "unsupported"
+ABSENT = "absent"
+OOM = "oom"
+SKIPPED = "skipped"
+STATUSES = (OK, WRONG, UNSUPPORTED, ABSENT, OOM, SKIPPED)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One implementation on one cell in one mode; stats only when status is OK."""
+
+    impl: str
+    cell: Cell
+    mode: str
+    status: str
+    stats: Stats | None = None
+    reason: str = ""
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"status: expected one of {STATUSES}, got {self.status!r}")
+        if (self.status == OK) != (self.stats is not None):
+            raise ValueError(f"stats: given exactly when status is ok (status {self.status!r})")
+
+    @property
+    def flops(self) -> float:
+        return cell_flops(self.cell, self.mode)
+
+    @property
+    def tflops(self) -> float | None:
+        return tflops(self.flops, self.stats.median) if self.stats else None
+
+
+@dataclass(frozen=True)
+class HostTime:
+    """Host microseconds per forward call at the tiny shape (issue only, and issue + GPU)."""
+
+    impl: str
+    status: str
+    host_us: float | None = None
+    wall_us: float | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class CompileTime:
+    """One fa3lite variant: first call with a cold cache, first call of a new process with the disk
+    cache filled, and a call with everything in memory (seconds, seconds, milliseconds)."""
+
+    head_dim: int
+    causal: bool
+    dtype: str
+    kind: str  # "fwd" or "bwd"
+    status: str
+    cold_s: float | None = None
+    disk_cached_s: float | None = None
+    warm_ms: float | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """A correctness check: which implementation, where, and its verdicts as text."""
+
+    impl: str
+    head_dim: int
+    causal: bool
+    seqlen: int
+    status: str
+    detail: str
+
+
+@dataclass
+class BenchRun:
+    """Everything one run produced; `complete` is False when it was cut short."""
+
+    meta: dict
+    config: dict
+    self_check: list[str] = field(default_factory=list)
+    absent: dict[str, str] = field(default_factory=dict)
+    measurements: list[Measurement] = field(default_factory=list)
+    checks: list[CheckRecord] = field(default_factory=list)
+    host_times: list[HostTime] = field(default_factory=list)
+    compile_times: list[CompileTime] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    complete: bool = True
+
+
+def measurement_row(m: Measurement) -> dict:
+    """Flat dict of one measurement (no ratio; that needs the baseline's record)."""
+    c = m.cell
+    return {
+        "impl": m.impl,
+        "head_dim": c.head_dim,
+        "mask": c.mask,
+        "seqlen": c.seqlen,
+        "batch": c.batch,
+        "heads": c.heads,
+        "dtype": c.dtype,
+        "mode": m.mode,
+        "status": m.status,
+        "ms_median": m.stats.median if m.stats else None,
+        "ms_p20": m.stats.p20 if m.stats else None,
+        "ms_p80": m.stats.p80 if m.stats else None,
+        "reps": m.stats.reps if m.stats else None,
+        "gflop": m.flops / 1e9,
+        "tflops": m.tflops,
+        "reason": m.reason,
+    }
+

@@ -1,0 +1,434 @@
+"""Runs the grid: for each cell, every implementation on the same inputs, checked, then timed.
+
+Per cell: allocate enough rotated input sets (B, S, H, d) to exceed L2 several times and compute
+the reference on two sampled heads of set 0. Then, per implementation: bind it; check its forward on
+set 0 by FA3's rule, then (when a backward mode is asked for) its dq, dk, dv; time each mode whose
+check passed (fwd needs the forward check, bwd and fwd+bwd the backward one). fa3lite is also checked
+once per (head dim, mask) at a length that is no multiple of any tile (ODD_SEQLEN); a wrong answer
+there marks the cells of that head dim and mask WRONG. A failure of one implementation on one cell
+(exception, OOM, wrong answer) never stops the others; a CUDA fault (the context is lost) stops all.
+The timer is injected, so the orchestration runs on the CPU in tests with a fake timer.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+import warnings
+import zlib
+
+import torch
+
+from .flops import cell_flops
+from .grid import Cell, GridSpec
+from .reference import (
+    TORCH_DTYPES,
+    Verdict,
+    check_against,
+    fa3_verdict,
+    head_reference,
+    oracle_forward,
+    random_inputs,
+    run_with_grads,
+    sample_heads,
+)
+from .results import (
+    ABSENT,
+    OK,
+    OOM,
+    SKIPPED,
+    UNSUPPORTED,
+    WRONG,
+    CheckRecord,
+    HostTime,
+    Measurement,
+)
+from .timing import Stats, rotation_sets
+
+ODD_SEQLEN = 1000  # not a multiple of 64, 80, 128, 176 or 192: exercises every tile's ragged tail
+ODD_HEADS = 2
+HOST_SHAPE = dict(batch=1, seqlen=128, heads=16, head_dim=128)
+MAX_REASON_CHARS = 240
+REASON_LINES = 3
+TIME_BUDGET_REASON = "time budget spent"
+
+
+class _Refused(Exception):
+    """An implementation could not produce a result: status is UNSUPPORTED or OOM, or WRONG when
+    it broke the CUDA context (a fault is a bug, not a refusal)."""
+
+    def __init__(self, status: str, reason: str):
+        if is_fatal(reason):
+            status, reason = WRONG, "CUDA fault: " + reason
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+def _reason(exc: BaseException, caught: list | None = None) -> str:
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    # The first lines: fa3lite's InputError puts the actual problems on the lines after a header.
+    text = f"{type(exc).__name__}: {' '.join(lines[:REASON_LINES])}"
+    # SDPA explains a refusal in warnings and raises a generic "No available kernel".
+    hints = [str(w.message).strip().splitlines()[0] for w in (caught or []) if str(w.message).strip()]
+    if hints:
+        text += " [" + "; ".join(dict.fromkeys(hints)) + "]"
+    return text[:MAX_REASON_CHARS]
+
+
+# Errors after which the CUDA context is unusable: every later call in this process would fail too.
+FATAL_MARKERS = (
+    "illegal memory access", "illegal address", "unspecified launch failure", "misaligned address",
+    "illegal instruction", "device-side assert", "cuda_error_launch_failed", "launch timed out",
+)
+
+
+def is_fatal(reason: str) -> bool:
+    text = reason.lower()
+    return any(marker in text for marker in FATAL_MARKERS)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc).lower()
+
+
+def _guarded(fn):
+    """fn() or _Refused(UNSUPPORTED / OOM) with the reason, warnings folded in."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return fn()
+        except _Refused:
+            raise
+        except Exception as exc:
+            raise _Refused(OOM if _is_oom(exc) else UNSUPPORTED, _reason(exc, caught)) from exc
+
+
+def _verdicts(refs, got, got_grads):
+    """check_against, with an output that cannot even be compared (wrong shape, ...) a failure."""
+    try:
+        return check_against(refs, got, got_grads)
+    except Exception as exc:
+        return [Verdict("out", math.inf, 0.0, finite=False, note=f"not comparable: {_reason(exc)}")]
+
+
+_PART_OF_MODE = {"fwd": "fwd", "bwd": "bwd", "fwdbwd": "bwd"}
+
+
+def _describe(verdicts) -> str:
+    return "; ".join(v.describe() for v in verdicts)
+
+
+def training_forward(call, q, k, v):
+    """out = call(q, k, v) as in training (inputs require grad, grad mode on), graph dropped."""
+    leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
+    with torch.enable_grad():
+        return call(*leaves).detach()
+
+
+def _entered(*factories):
+    """A context factory entering every factory's context (outermost first)."""
+
+    @contextlib.contextmanager
+    def both():
+        with contextlib.ExitStack() as stack:
+            for f in factories:
+                stack.enter_context(f())
+            yield
+
+    return both
+
+
+class GridRunner:
+    """Orchestrates checks and timings. timer: .time(step, n_sets, context) -> [ms],
+    .host_time(call, context=) -> (host_us, wall_us). absent: {impl name: reason}."""
+
+    def __init__(self, impls, spec: GridSpec, timer, device, *, l2_bytes: int, absent=None,
+                 progress=None, deadline: float | None = None, odd_check: bool = True,
+                 odd_check_impls=("fa3lite",), seed: int = 0, clock=time.monotonic, on_result=None):
+        self.impls = list(impls)
+        self.spec = spec
+        self.timer = timer
+        self.device = torch.device(device)
+        self.dtype = TORCH_DTYPES[spec.dtype]
+        self.l2_bytes = l2_bytes
+        self.absent = dict(absent or {})
+        self.progress = progress
+        self.deadline = deadline
+        self.odd_check = odd_check
+        self.odd_check_impls = tuple(odd_check_impls)
+        self.seed = seed
+        self.clock = clock
+        self.on_result = on_result or (lambda m: None)
+        self.checks: list[CheckRecord] = []
+        self._odd: dict[tuple, dict] = {}
+        self._oracle_done: set[tuple] = set()
+        self.wall_s: dict[str, float] = {}  # per implementation: checks, compiles and timing together
+        self.fatal: str | None = None  # set once the CUDA context is lost: nothing more can run
+
+    # ---- the grid -------------------------------------------------------------------------
+    def run(self, cells: list[Cell]) -> list[Measurement]:
+        results = []
+        for cell in cells:
+            results += self._run_cell(cell)
+        return results
+
+    def work_weight(self, cells: list[Cell]) -> float:
+        """Progress weight of the grid: FLOPs of every (cell, live implementation, mode)."""
+        live = sum(1 for i in self.impls if i.name not in self.absent)
+        return sum(cell_flops(c, m) for c in cells for m in self.spec.modes) * max(live, 1)
+
+    def _out_of_time(self) -> bool:
+        return self.deadline is not None and self.clock() >= self.deadline
+
+    def _stop_reason(self) -> str | None:
+        """Why no new work may start: a lost CUDA context or the time budget."""
+        if self.fatal:
+            return self.fatal
+        return TIME_BUDGET_REASON if self._out_of_time() else None
+
+    def _execution_order(self, impls):
+        """fa3lite last in each cell: if a fault of the kernels under test kills the CUDA context,
+        the peers of that cell are already measured."""
+        return sorted(impls, key=lambda i: i.name == "fa3lite")
+
+    def _emit(self, out: list, m: Measurement) -> None:
+        out.append(m)
+        self.on_result(m)
+
+    def _all_modes(self, out, impl_name, cell, status, reason):
+        for mode in self.spec.modes:
+            self._emit(out, Measurement(impl_name, cell, mode, status, reason=reason))
+
+    def _advance(self, cell, impl_name):
+        if self.progress is not None:
+            weight = sum(cell_flops(cell, m) for m in self.spec.modes)
+            self.progress.advance(weight, f"{cell.label} {impl_name}")
+
+    def _run_cell(self, cell: Cell) -> list[Measurement]:
+        out: list[Measurement] = []
+        live = []
+        for impl in self.impls:
+            if impl.name in self.absent:
+                self._all_modes(out, impl.name, cell, ABSENT, self.absent[impl.name])
+            else:
+                live.append(impl)
+        if self._stop_reason():
+            for impl in live:
+                self._all_modes(out, impl.name, cell, SKIPPED, self._stop_reason())
+                self._advance(cell, impl.name)
+            return out
+        grads = any(m != "fwd" for m in self.spec.modes)
+        sets = refs = None
+        try:
+            sets = self._inputs(cell)
+            refs = [
+                head_reference(*sets[0], b, h, self._scale(cell), cell.causal, 0, grads)
+                for b, h in sample_heads(cell.batch, cell.heads)
+            ]
+        except Exception as exc:
+            status = OOM if _is_oom(exc) else SKIPPED
+            for impl in live:
+                self._all_modes(out, impl.name, cell, status, "inputs/reference: " + _reason(exc))
+                self._advance(cell, impl.name)
+            sets = refs = None
+            self._cleanup()
+            return out
+        for impl in self._execution_order(live):
+            if self._stop_reason():
+                self._all_modes(out, impl.name, cell, SKIPPED, self._stop_reason())
+            else:
+                started = self.clock()
+                self._run_impl(out, impl, cell, sets, refs, grads)
+                self.wall_s[impl.name] = self.wall_s.get(impl.name, 0.0) + self.clock() - started
+                self._note_fatal(out, impl, cell)
+            self._cleanup()
+            self._advance(cell, impl.name)
+        del sets, refs
+        self._cleanup()
+        order = {i.name: n for n, i in enumerate(self.impls)}
+        return sorted(out, key=lambda m: order[m.impl])
+
+    def _note_fatal(self, out, impl, cell):
+        for m in out:
+            if m.impl == impl.name and "CUDA fault" in m.reason:
+                self.fatal = f"CUDA context lost after {impl.name} at {cell.label}"
+                return
+
+    def _scale(self, cell_or_dim) -> float:
+        d = cell_or_dim if isinstance(cell_or_dim, int) else cell_or_dim.head_dim
+        return d ** -0.5
+
+    def _generator(self, *key) -> torch.Generator:
+        g = torch.Generator(device=self.device)
+        # crc32 of the key's text: the same inputs in every run (str hash() is salted per process).
+        g.manual_seed(zlib.crc32(repr((self.seed,) + key).encode()))
+        return g
+
+    def _inputs(self, cell: Cell):
+        """n_sets tuples (q, k, v, dout), each (B, S, H, d) in the grid's dtype."""
+        elt = torch.tensor([], dtype=self.dtype).element_size()
+        n = rotation_sets(3 * cell.elements * elt, self.l2_bytes)
+        g = self._generator(cell.head_dim, cell.causal, cell.seqlen)
+        return [
+            random_inputs(cell.batch, cell.seqlen, cell.seqlen, cell.heads, cell.head_dim,
+                          self.dtype, self.device, g)
+            for _ in range(n)
+        ]
+
+    def _run_impl(self, out, impl, cell, sets, refs, grads):
+        """Check (forward, then backward), then time each mode whose check passed."""
+        odd = self._odd_length_check(impl, cell.head_dim, cell.causal, grads) if self._odd_wanted(impl) else {}
+        scale = self._scale(cell)
+        try:
+            bound = _guarded(lambda: impl.bind(cell.causal, cell.seqlen, cell.seqlen, scale, self.device))
+        except _Refused as r:
+            self._record(impl.name, cell.head_dim, cell.causal, cell.seqlen, r.status, r.reason)
+            self._all_modes(out, impl.name, cell, r.status, r.reason)
+            return
+        verdict = self._check(bound, sets[0], refs, grads)
+        for part, (status, detail) in verdict.items():
+            self._record(impl.name, cell.head_dim, cell.causal, cell.seqlen, status, f"[{part}] {detail}")
+        for part, (status, detail) in odd.items():
+            if status == WRONG and verdict.get(part, (OK,))[0] == OK:
+                verdict[part] = (WRONG, f"at S={ODD_SEQLEN}: {detail}")
+        for mode in self.spec.modes:
+            status, detail = verdict[_PART_OF_MODE[mode]]
+            if status != OK:
+                self._emit(out, Measurement(impl.name, cell, mode, status, reason=detail))
+                continue
+            try:
+                times = _guarded(lambda: self._time_mode(bound, sets, mode))
+                self._emit(out, Measurement(impl.name, cell, mode, OK, Stats.of(times)))
+            except _Refused as r:
+                self._emit(out, Measurement(impl.name, cell, mode, r.status, reason=r.reason))
+            self._cleanup()
+
+    def _check(self, bound, inputs, refs, grads: bool) -> dict:
+        """{'fwd': (status, detail)} and, with grads, {'bwd': ...}: the forward alone first, so an
+        implementation whose backward refuses or is wrong still gets its forward timed."""
+        q, k, v, dout = inputs
+        result = {}
+        try:
+            with bound.context():
+                got = _guarded(lambda: training_forward(bound.call, q, k, v))
+            verdicts = _verdicts(refs, got, None)
+            del got
+            result["fwd"] = (OK if all(x.ok for x in verdicts) else WRONG, _describe(verdicts))
+        except _Refused as r:
+            result["fwd"] = (r.status, r.reason)
+        if not grads:
+            return result
+        if result["fwd"][0] != OK:
+            result["bwd"] = (result["fwd"][0], "forward: " + result["fwd"][1])
+            return result
+        try:
+            with bound.context():
+                got, got_grads = _guarded(lambda: run_with_grads(bound.call, q, k, v, dout, True))
+            verdicts = _verdicts(refs, got, got_grads)
+            del got, got_grads
+            result["bwd"] = (OK if all(x.ok for x in verdicts) else WRONG, _describe(verdicts))
+        except _Refused as r:
+            result["bwd"] = (r.status, r.reason)
+        return result
+
+    def _time_mode(self, bound, sets, mode: str):
+        """Milliseconds per call. Every mode runs as in training: inputs that require grad, grad
+        mode on (the forward saves what its backward needs). bwd times the backward alone, from
+        graphs built beforehand (retain_graph, so each set's graph serves every repetition)."""
+        n = len(sets)
+        leaves = [tuple(t.detach().requires_grad_(True) for t in s[:3]) for s in sets]
+        if mode == "fwd":
+            def step(i):
+                bound.call(*leaves[i])
+        elif mode == "bwd":
+            with bound.context(), torch.enable_grad():
+                outs = [bound.call(*lv) for lv in leaves]
+
+            def step(i):
+                torch.autograd.grad(outs[i], leaves[i], sets[i][3], retain_graph=True)
+        else:
+            def step(i):
+                o = bound.call(*leaves[i])
+                torch.autograd.grad(o, leaves[i], sets[i][3])
+
+        return self.timer.time(step, n, _entered(bound.context, torch.enable_grad))
+
+    def _record(self, impl, d, causal, seqlen, status, detail):
+        self.checks.append(CheckRecord(impl, d, causal, seqlen, status, detail))
+
+    def _odd_wanted(self, impl) -> bool:
+        return self.odd_check and impl.name in self.odd_check_impls
+
+    def _odd_length_check(self, impl, d: int, causal: bool, grads: bool) -> dict:
+        """_check at B=1, H=2, S=ODD_SEQLEN, cached per (implementation, head dim, mask). Only a
+        WRONG answer counts against the grid cells: refusing this length is allowed."""
+        key = (impl.name, d, causal)
+        if key in self._odd:
+            return self._odd[key]
+        scale = self._scale(d)
+        inputs = random_inputs(1, ODD_SEQLEN, ODD_SEQLEN, ODD_HEADS, d, self.dtype,
+                               self.device, self._generator(d, causal, ODD_SEQLEN))
+        refs = [head_reference(*inputs, 0, h, scale, causal, 0, grads) for h in range(ODD_HEADS)]
+        self._oracle_cross_check(*inputs[:3], refs, d, causal, scale)
+        try:
+            bound = _guarded(lambda: impl.bind(causal, ODD_SEQLEN, ODD_SEQLEN, scale, self.device))
+            verdict = self._check(bound, inputs, refs, grads)
+        except _Refused as r:
+            verdict = {"fwd": (r.status, r.reason)}
+        for part, (status, detail) in verdict.items():
+            self._record(impl.name, d, causal, ODD_SEQLEN, status, f"[{part}] {detail}")
+        self._odd[key] = verdict
+        return verdict
+
+    def _oracle_cross_check(self, q, k, v, refs, d, causal, scale):
+        """Once per (head dim, mask): the Numba oracle's forward against this module's reference."""
+        if (d, causal) in self._oracle_done:
+            return
+        self._oracle_done.add((d, causal))
+        got = oracle_forward(q, k, v, scale, causal, 0)
+        if isinstance(got, str):
+            self._record("numba-oracle", d, causal, ODD_SEQLEN, SKIPPED, got)
+            return
+        verdicts = [fa3_verdict("out", got[0, :, r.head, :], r.ref["out"], r.pt["out"]) for r in refs]
+        ok = all(v.ok for v in verdicts)
+        self._record("numba-oracle", d, causal, ODD_SEQLEN, OK if ok else WRONG,
+                     "vs torch fp32 reference: " + "; ".join(v.describe() for v in verdicts))
+
+    def _cleanup(self):
+        if self.device.type == "cuda" and not self.fatal:
+            torch.cuda.empty_cache()
+
+    # ---- host time at a tiny shape ----------------------------------------------------------
+    def host_times(self) -> list[HostTime]:
+        """Forward host time per call for every implementation at HOST_SHAPE (full mask)."""
+        s = HOST_SHAPE
+        scale = self._scale(s["head_dim"])
+        if self.fatal:
+            return [HostTime(i.name, SKIPPED, reason=self.fatal) for i in self.impls]
+        results = []
+        q, k, v, dout = random_inputs(s["batch"], s["seqlen"], s["seqlen"], s["heads"], s["head_dim"],
+                                      self.dtype, self.device, self._generator("host"))
+        refs = [head_reference(q, k, v, dout, b, h, scale, False, 0, False)
+                for b, h in sample_heads(s["batch"], s["heads"])]
+        for impl in self.impls:
+            if impl.name in self.absent:
+                results.append(HostTime(impl.name, ABSENT, reason=self.absent[impl.name]))
+                continue
+            if self._stop_reason():
+                results.append(HostTime(impl.name, SKIPPED, reason=self._stop_reason()))
+                continue
+            try:
+                bound = _guarded(lambda: impl.bind(False, s["seqlen"], s["seqlen"], scale, self.device))
+                with bound.context():
+                    got, _ = _guarded(lambda: run_with_grads(bound.call, q, k, v, dout, False))
+                verdicts = _verdicts(refs, got, None)
+                if not all(x.ok for x in verdicts):
+                    results.append(HostTime(impl.name, WRONG, reason=_describe(verdicts)))
+                    continue
+                host_us, wall_us = _guarded(lambda: self.timer.host_time(
+                    lambda: bound.call(q, k, v), context=_entered(bound.context, torch.no_grad)))
+                results.append(HostTime(impl.name, OK, host_us, wall_us))
+            except _Refused as r:
+                results.append(HostTime(impl.name, r.status, reason=r.reason))
+            self._cleanup()
+        return results

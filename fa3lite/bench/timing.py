@@ -1,0 +1,109 @@
+"""Timing on the GPU: CUDA events around each call, warm-up outside, inputs rotated past L2.
+
+A step is a callable step(i) that runs one call on input set i. The timer warms up (covering every
+input set, so compilation, autotuning and allocator growth stay out of the numbers), then times
+`reps` calls, each between its own pair of events, and returns the per-call milliseconds.
+A spin kernel is queued before the timed calls so the host gets ahead of the GPU: otherwise the
+first calls would include the host's launch latency rather than the GPU's time.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+L2_MULTIPLE = 4  # the rotated input sets together exceed this many L2 caches
+MIN_SETS = 2  # never the same inputs twice in a row
+MAX_SETS = 16
+FALLBACK_L2_BYTES = 50 * 2**20  # an H100's L2, when torch does not report it
+SPIN_CYCLES = 4_000_000  # ~2 ms at Hopper clocks: time enough to queue the timed calls
+
+
+def rotation_sets(set_bytes: int, l2_bytes: int) -> int:
+    """How many distinct input sets to rotate among so that together they exceed L2_MULTIPLE x L2."""
+    if set_bytes <= 0:
+        raise ValueError(f"set_bytes: expected a positive size, got {set_bytes}")
+    needed = math.ceil(L2_MULTIPLE * l2_bytes / set_bytes)
+    return max(MIN_SETS, min(MAX_SETS, needed))
+
+
+def l2_bytes(device) -> int:
+    props = torch.cuda.get_device_properties(device)
+    return int(getattr(props, "L2_cache_size", 0) or FALLBACK_L2_BYTES)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Milliseconds per call over the timed repetitions."""
+
+    median: float
+    p20: float
+    p80: float
+    reps: int
+
+    @classmethod
+    def of(cls, times_ms: list[float]) -> "Stats":
+        if not times_ms:
+            raise ValueError("times_ms: expected at least one timing")
+        ordered = sorted(times_ms)
+        return cls(
+            median=statistics.median(ordered),
+            p20=_quantile(ordered, 0.2),
+            p80=_quantile(ordered, 0.8),
+            reps=len(ordered),
+        )
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    pos = q * (len(ordered) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+class CudaTimer:
+    """Times steps with CUDA events; host time of a call with the wall clock."""
+
+    def __init__(self, warmup: int, reps: int):
+        if reps < 1 or warmup < 0:
+            raise ValueError(f"reps >= 1 and warmup >= 0 expected, got reps={reps}, warmup={warmup}")
+        self.warmup, self.reps = warmup, reps
+
+    def time(self, step, n_sets: int, context=contextlib.nullcontext) -> list[float]:
+        with context():
+            for i in range(max(self.warmup, n_sets)):
+                step(i % n_sets)
+            torch.cuda.synchronize()
+            starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
+            ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
+            torch.cuda._sleep(SPIN_CYCLES)
+            for r in range(self.reps):
+                starts[r].record()
+                step(r % n_sets)
+                ends[r].record()
+            torch.cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+    def host_time(self, call, calls: int = 100, batches: int = 5, context=contextlib.nullcontext):
+        """Median host microseconds to issue one call, calls issued back to back without syncing.
+
+        Returns (host_us, wall_us): wall_us also waits for the GPU to finish the batch.
+        """
+        host, wall = [], []
+        with context():
+            for _ in range(max(self.warmup, 3)):
+                call()
+            for _ in range(batches):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    call()
+                t1 = time.perf_counter()
+                torch.cuda.synchronize()
+                t2 = time.perf_counter()
+                host.append((t1 - t0) / calls * 1e6)
+                wall.append((t2 - t0) / calls * 1e6)
+        return statistics.median(host), statistics.median(wall)
