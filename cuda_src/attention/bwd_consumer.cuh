@@ -59,11 +59,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     float st[kBlockM / 2];    // S^T, then P^T
     float dpt[kBlockM / 2];   // dP^T, then dS^T
 
-    // LSE/dPsum of this warpgroup's query columns, in flight while the S^T/dP^T wgmmas run.
+    // LSE of this warpgroup's query columns, in flight while the S^T/dP^T wgmmas run.
+    const i64 stat = stat_row0 + static_cast<i64>(m) * kBlockM;
     float lse[kBlockM / 4];
-    float dps[kBlockM / 4];
-    load_row_stats<kBlockM>(p.lse_log2 + stat_row0 + static_cast<i64>(m) * kBlockM, tid, lse);
-    load_row_stats<kBlockM>(p.dpsum + stat_row0 + static_cast<i64>(m) * kBlockM, tid, dps);
+    load_row_stats<kBlockM>(p.lse_log2 + stat, tid, lse);
 
     mbar::wait(sm.q_full(s), pos.phase);
     wgmma::fence();
@@ -85,6 +84,8 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     wgmma::wait_group<1>();
     fence_regs(st);
     probs_transposed<kBlockM>(st, p, lse, tid, needs_mask(p, key0, m), key0 + rb, m * kBlockM);
+    float dps[kBlockM / 4];   // loaded once P is done: fewer live registers while the wgmmas run
+    load_row_stats<kBlockM>(p.dpsum + stat, tid, dps);
     wgmma::wait_group<0>();
     fence_regs(dpt);
     dscores_transposed<kBlockM>(st, dpt, dps);

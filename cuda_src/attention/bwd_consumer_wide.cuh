@@ -65,11 +65,10 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
     float st[kWgQueries / 2];    // S^T, then P^T
     float dpt[kWgQueries / 2];   // dP^T, then dS^T
 
-    // LSE/dPsum of this warpgroup's query columns, in flight while the S^T/dP^T wgmmas run.
+    // LSE of this warpgroup's query columns, in flight while the S^T/dP^T wgmmas run.
+    const i64 stat = stat_row0 + static_cast<i64>(m) * kBlockM;
     float lse[kWgQueries / 4];
-    float dps[kWgQueries / 4];
-    load_row_stats<kWgQueries>(p.lse_log2 + stat_row0 + static_cast<i64>(m) * kBlockM, tid, lse);
-    load_row_stats<kWgQueries>(p.dpsum + stat_row0 + static_cast<i64>(m) * kBlockM, tid, dps);
+    load_row_stats<kWgQueries>(p.lse_log2 + stat, tid, lse);
 
     mbar::wait(sm.q_full(s), pos.phase);
     wgmma::fence();
@@ -91,6 +90,8 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
     fence_regs(st);
     probs_transposed<kWgQueries>(st, p, lse, tid, needs_mask(p, key0, m), key0 + rb,
                                  m * kBlockM + q_col0);
+    float dps[kWgQueries / 4];   // loaded once P is done: fewer live registers while the wgmmas run
+    load_row_stats<kWgQueries>(p.dpsum + stat, tid, dps);
     wgmma::wait_group<0>();
     fence_regs(dpt);
     dscores_transposed<kWgQueries>(st, dpt, dps);

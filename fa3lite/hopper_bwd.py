@@ -1,0 +1,248 @@
+"""Host side of the Hopper backward kernels: variant choice, buffers, tensor maps, params, launches.
+
+    backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic) -> (dq, dk, dv)
+
+Shapes (flash_attn layout): q, out, dout (B, Sq, Hq, D); k, v (B, Sk, Hk, D); any strides with the
+last dim contiguous (other layouts are copied); lse (B, Hq, Sq) f32, natural log (-inf for fully
+masked rows). Returns dq (B, Sq, Hq, D), dk/dv (B, Sk, Hk, D), contiguous, in q's dtype.
+
+Three launches on torch's current stream:
+  1. preprocess (bwd_preprocess.cu): dpsum = rowsum(dO * O) and lse_log2, both (B, Hq, Sq padded to
+     whole query blocks) f32.
+  2. main kernel (bwd_kernel.cu): one CTA per (key block, query head, batch) -- 128 key rows, or 64
+     for D = 256 -- writes dK/dV and adds dQ contributions into a zeroed f32 accumulator
+     (B, Hq, m_blocks, 64 * D) in fragment order (cuda_src/attention/bwd_dq.cuh).
+  3. postprocess (bwd_postprocess.cu): dq = softmax_scale * accumulator in (B, Sq, Hq, D).
+With GQA/MQA the main kernel writes dK/dV per query head in f32 (B, Sk, Hq, D), summed here over the
+query heads of each K/V head (a fixed-order torch reduction, so deterministic too).
+deterministic=True orders the dQ additions by key block (a turn counter per query block), so
+repeated runs give bitwise-equal dq; dk/dv are always deterministic (each CTA owns its key rows).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+
+import torch
+
+from .runtime import launch, tma
+from .runtime.compile import KernelSpec
+from .runtime.params import ParamStruct
+
+HEAD_DIMS = (64, 128, 256)
+DTYPES = ("bf16", "fp16")
+BLOCK_M = 64            # query rows per step of the main kernel (bwd_config.cuh kBlockM)
+STAGES = 2              # Q/dO ring depth (kStages)
+THREADS = 384           # producer + 2 consumer warpgroups
+_AUX_THREADS = 256      # block size of the pre/postprocess kernels
+_LOG2E = 1.4426950408889634
+_I32_MAX = (1 << 31) - 1
+_MAX_GRID_X = (1 << 31) - 1
+_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
+    ("q", "tma"), ("k", "tma"), ("v", "tma"), ("dout", "tma"),
+    ("lse_log2", "ptr"), ("dpsum", "ptr"), ("dq_accum", "ptr"), ("dq_sem", "ptr"),
+    ("dk", "ptr"), ("dv", "ptr"),
+    ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
+    ("num_m_blocks", "i32"), ("num_n_blocks", "i32"), ("causal_offset", "i32"), ("deterministic", "i32"),
+    ("scale_log2", "f32"), ("softmax_scale", "f32"),
+))
+
+PRE_PARAMS = ParamStruct("fa3lite::attn::bwd::PreParams", (
+    ("dout", "ptr"), ("out", "ptr"), ("lse", "ptr"), ("lse_log2", "ptr"), ("dpsum", "ptr"),
+    ("do_stride_b", "i64"), ("do_stride_s", "i64"), ("do_stride_h", "i64"),
+    ("o_stride_b", "i64"), ("o_stride_s", "i64"), ("o_stride_h", "i64"),
+    ("lse_stride_b", "i64"), ("lse_stride_h", "i64"), ("lse_stride_s", "i64"),
+    ("seqlen_q", "i32"), ("rows_pad", "i32"), ("num_heads", "i32"), ("row_blocks", "i32"),
+))
+
+POST_PARAMS = ParamStruct("fa3lite::attn::bwd::PostParams", (
+    ("dq_accum", "ptr"), ("dq", "ptr"), ("total", "i64"),
+    ("seqlen_q", "i32"), ("num_heads", "i32"), ("num_m_blocks", "i32"), ("scale", "f32"),
+))
+
+
+def debug_build() -> bool:
+    """FA3LITE_DEBUG=1 selects kernels whose mbarrier/semaphore waits trap after a bounded spin."""
+    return os.environ.get("FA3LITE_DEBUG", "0") not in ("", "0")
+
+
+@dataclasses.dataclass(frozen=True)
+class BwdVariant:
+    """One main backward kernel. dkv_f32: dK/dV per query head in f32 (GQA/MQA)."""
+
+    head_dim: int
+    dtype: str          # "bf16" | "fp16"
+    causal: bool
+    dkv_f32: bool = False
+    debug: bool = False
+
+    def __post_init__(self):
+        if self.head_dim not in HEAD_DIMS:
+            raise ValueError(f"backward head_dim must be one of {HEAD_DIMS}, got {self.head_dim}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+
+    @property
+    def wide(self) -> bool:
+        """D = 256 layout (bwd_config.cuh kWide): 64 key rows per CTA, P^T/dS^T through smem."""
+        return self.head_dim > 128
+
+    @property
+    def block_n(self) -> int:
+        """Key rows per CTA (kBlockN)."""
+        return 64 if self.wide else 128
+
+    @property
+    def smem_bytes(self) -> int:
+        """Mirror of BwdSmem::kDynamicBytes (the kernel static_asserts the two agree)."""
+        d, n = self.head_dim, self.block_n
+        split_cols = d >= 128
+        tiles = 2 * (n * d * 2) + 2 * STAGES * (BLOCK_M * d * 2)
+        ds_buffers = 2 if split_cols else 1
+        ds = ds_buffers * n * BLOCK_M * 2
+        p = ds if self.wide else 0
+        dq_regions = 0 if self.wide else (1 if split_cols else 2)
+        dq = dq_regions * BLOCK_M * d * 4
+        barriers = 8 * (1 + 3 * STAGES)
+        return tiles + ds + p + dq + barriers + 1024
+
+    def _common(self) -> tuple[tuple[str, str], ...]:
+        return (("FA3LITE_HEAD_DIM", str(self.head_dim)),
+                ("FA3LITE_DTYPE_BF16", "1" if self.dtype == "bf16" else "0"))
+
+    def spec(self) -> KernelSpec:
+        return KernelSpec(
+            source="attention/bwd_kernel.cu",
+            name="fa3lite_bwd",
+            defines=self._common() + (
+                ("FA3LITE_CAUSAL", "1" if self.causal else "0"),
+                ("FA3LITE_DKV_F32", "1" if self.dkv_f32 else "0"),
+                ("FA3LITE_SMEM_BYTES", str(self.smem_bytes)),
+            ) + BWD_PARAMS.layout_defines(),
+            debug=self.debug,
+        )
+
+    def preprocess_spec(self) -> KernelSpec:
+        return KernelSpec("attention/bwd_preprocess.cu", "fa3lite_bwd_preprocess",
+                          self._common() + PRE_PARAMS.layout_defines())
+
+    def postprocess_spec(self) -> KernelSpec:
+        return KernelSpec("attention/bwd_postprocess.cu", "fa3lite_bwd_postprocess",
+                          self._common() + POST_PARAMS.layout_defines())
+
+
+def all_bwd_variants() -> list[BwdVariant]:
+    return [BwdVariant(d, t, c, f) for d in HEAD_DIMS for t in DTYPES for c in (False, True)
+            for f in (False, True)]
+
+
+def main_kernel_spec(head_dim: int, dtype: str, causal: bool, dkv_f32: bool = False):
+    """(KernelSpec, dynamic smem bytes, tile info) of the main backward kernel, for kernel_info."""
+    v = BwdVariant(head_dim, dtype, causal, dkv_f32)
+    return v.spec(), v.smem_bytes, {"block_m": BLOCK_M, "block_n": v.block_n, "stages": STAGES,
+                                    "threads": THREADS}
+
+
+def _tma_ready(t: torch.Tensor) -> torch.Tensor:
+    """t itself if TMA (and 16-byte vector loads) can read it: 16-byte aligned base, unit last
+    stride, other strides multiples of 16 bytes; else a contiguous copy."""
+    es = t.element_size()
+    ok = t.stride(-1) == 1 and t.data_ptr() % 16 == 0
+    ok = ok and all(s > 0 and (s * es) % 16 == 0 for n, s in zip(t.shape[:-1], t.stride()[:-1]) if n > 1)
+    # a fresh allocation, not .contiguous(): a contiguous view at a misaligned offset stays misaligned
+    return t if ok else torch.empty(t.shape, dtype=t.dtype, device=t.device).copy_(t)
+
+
+def _written(shape, dtype, device) -> torch.Tensor:
+    """A buffer the kernels fill completely: NaN-poisoned in debug builds, so a missed element shows."""
+    if debug_build():
+        return torch.full(shape, math.nan, dtype=dtype, device=device)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def _device_index(t: torch.Tensor) -> int:
+    return t.device.index if t.device.index is not None else torch.cuda.current_device()
+
+
+def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal_offset: int,
+             deterministic: bool = False):
+    """Attention backward on the Hopper kernels. Returns (dq, dk, dv); see the module docstring."""
+    B, Sq, Hq, D = q.shape
+    Sk, Hk = k.shape[1], k.shape[2]
+    dtype = q.dtype
+    dq = _written((B, Sq, Hq, D), dtype, q.device)
+    if B == 0 or Hq == 0 or Sq == 0 or Sk == 0:
+        # no query or no key: every gradient is zero (no score depends on any input)
+        return dq.zero_(), torch.zeros_like(k, memory_format=torch.contiguous_format), \
+            torch.zeros_like(v, memory_format=torch.contiguous_format)
+    if not softmax_scale > 0:
+        raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")
+    if dtype not in _DTYPE_NAMES:
+        raise ValueError(f"q.dtype must be torch.bfloat16 or torch.float16, got {dtype}")
+    if Hq % Hk:
+        raise ValueError(f"num_heads_q ({Hq}) must be a multiple of num_heads_k ({Hk})")
+    causal_offset = max(min(int(causal_offset), _I32_MAX), -_I32_MAX) if causal else 0
+    gqa = Hq != Hk
+    variant = BwdVariant(D, _DTYPE_NAMES[dtype], bool(causal), gqa, debug_build())
+    dev = _device_index(q)
+    stream = torch.cuda.current_stream(q.device).cuda_stream
+    f32 = torch.float32
+
+    q, k, v, dout, out = (_tma_ready(t) for t in (q, k, v, dout, out))
+    if lse.dtype != f32:
+        raise ValueError(f"lse must be float32, got {lse.dtype}")
+
+    m_blocks = -(-Sq // BLOCK_M)
+    n_blocks = -(-Sk // variant.block_n)
+    rows_pad = m_blocks * BLOCK_M
+
+    # 1. preprocess
+    lse_log2 = _written((B, Hq, rows_pad), f32, q.device)
+    dpsum = _written((B, Hq, rows_pad), f32, q.device)
+    rows_per_block = _AUX_THREADS // (D // 8)
+    row_blocks = -(-rows_pad // rows_per_block)
+    pre = launch.load(variant.preprocess_spec(), dev, 0)
+    launch.launch(pre, (row_blocks * Hq * B, 1, 1), _AUX_THREADS, PRE_PARAMS.pack(
+        dout=dout.data_ptr(), out=out.data_ptr(), lse=lse.data_ptr(), lse_log2=lse_log2.data_ptr(),
+        dpsum=dpsum.data_ptr(),
+        do_stride_b=dout.stride(0), do_stride_s=dout.stride(1), do_stride_h=dout.stride(2),
+        o_stride_b=out.stride(0), o_stride_s=out.stride(1), o_stride_h=out.stride(2),
+        lse_stride_b=lse.stride(0), lse_stride_h=lse.stride(1), lse_stride_s=lse.stride(2),
+        seqlen_q=Sq, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks), dev, stream)
+
+    # 2. main kernel
+    dq_accum = torch.zeros((B, Hq, m_blocks, BLOCK_M * D), dtype=f32, device=q.device)
+    dq_sem = torch.zeros((B, Hq, m_blocks), dtype=torch.int32, device=q.device) if deterministic else None
+    dkv_dtype = f32 if gqa else dtype
+    dk = _written((B, Sk, Hq, D), dkv_dtype, q.device)
+    dv = _written((B, Sk, Hq, D), dkv_dtype, q.device)
+    ctas = n_blocks * Hq * B
+    if ctas > _MAX_GRID_X:
+        raise ValueError(f"too many key blocks for one launch: {ctas} > {_MAX_GRID_X}")
+    main = launch.load(variant.spec(), dev, variant.smem_bytes)
+    launch.launch(main, (ctas, 1, 1), THREADS, BWD_PARAMS.pack(
+        q=tma.bshd_map(q, BLOCK_M), k=tma.bshd_map(k, variant.block_n), v=tma.bshd_map(v, variant.block_n),
+        dout=tma.bshd_map(dout, BLOCK_M),
+        lse_log2=lse_log2.data_ptr(), dpsum=dpsum.data_ptr(), dq_accum=dq_accum.data_ptr(),
+        dq_sem=dq_sem.data_ptr() if dq_sem is not None else 0,
+        dk=dk.data_ptr(), dv=dv.data_ptr(),
+        seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
+        num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset,
+        deterministic=int(bool(deterministic)),
+        scale_log2=softmax_scale * _LOG2E, softmax_scale=softmax_scale), dev, stream)
+
+    # 3. postprocess
+    total = dq_accum.numel() // 4
+    post = launch.load(variant.postprocess_spec(), dev, 0)
+    launch.launch(post, (-(-total // _AUX_THREADS), 1, 1), _AUX_THREADS, POST_PARAMS.pack(
+        dq_accum=dq_accum.data_ptr(), dq=dq.data_ptr(), total=total, seqlen_q=Sq, num_heads=Hq,
+        num_m_blocks=m_blocks, scale=softmax_scale), dev, stream)
+
+    if gqa:
+        group = Hq // Hk
+        dk = dk.view(B, Sk, Hk, group, D).sum(dim=3).to(dtype)
+        dv = dv.view(B, Sk, Hk, group, D).sum(dim=3).to(dtype)
+    return dq, dk, dv

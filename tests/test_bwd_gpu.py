@@ -1,0 +1,151 @@
+"""Hopper backward kernels on the GPU: FA3's accuracy rule for dq, dk, dv over odd shapes, masks,
+head layouts and strides; NaN-freedom; deterministic mode.
+
+Reference: `ref` is float32 torch math (explicit softmax with the mask, autograd), `pt` the same math
+in the input dtype. A gradient passes when max|g - ref| <= 2 * max|pt - ref| + ATOL. The backward
+gets out/lse from the float32 reference (out rounded to the input dtype), so these tests do not
+depend on the forward kernel. Fully masked rows (causal with Sq > Sk + offset) have zero gradient
+in the reference and must come out as exact zeros here, never NaN.
+"""
+import math
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.gpu
+if not (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
+    pytest.skip("needs a Hopper (sm_90) GPU", allow_module_level=True)
+
+from fa3lite import hopper_bwd  # noqa: E402
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+PAIRS = [(1, 1), (1, 239), (239, 1), (113, 203), (128, 217), (799, 3), (1023, 1024), (1024, 1023),
+         (4224, 4224)]
+HEADS = [(4, 4), (8, 2), (4, 1)]          # MHA, GQA (group 4), MQA
+ATOL = 1e-3
+
+
+def math_attention_grads(q, k, v, dout, scale, causal, offset, dtype):
+    """Attention in `dtype` with autograd, (B, S, H, D) layout. Returns (out, lse, dq, dk, dv);
+    out and grads in `dtype`, lse float32 (-inf for rows with no visible key)."""
+    g = q.shape[2] // k.shape[2]
+    qd, kd, vd = (t.detach().to(dtype).requires_grad_() for t in (q, k, v))
+    kr, vr = kd.repeat_interleave(g, 2), vd.repeat_interleave(g, 2)
+    s = torch.einsum("bqhd,bkhd->bhqk", qd, kr).float() * scale
+    i = torch.arange(q.shape[1], device=q.device)[:, None]
+    j = torch.arange(k.shape[1], device=q.device)[None, :]
+    hidden = (j > i + offset) if causal else torch.zeros_like(i + j, dtype=torch.bool)
+    s = s.masked_fill(hidden, -math.inf)
+    lse = torch.logsumexp(s.detach(), -1)
+    empty = hidden.all(-1, keepdim=True)          # rows that see no key: P = 0, no NaN anywhere
+    s = s.masked_fill(empty, 0.0)
+    p = torch.softmax(s, -1).masked_fill(empty, 0.0).to(dtype)
+    out = torch.einsum("bhqk,bkhd->bqhd", p, vr)
+    out.backward(dout.to(dtype))
+    return out.detach(), lse, qd.grad, kd.grad, vd.grad
+
+
+def rule_error(got, ref, pt, atol=ATOL):
+    """(max|got-ref|, bound, nan_count) of FA3's rule."""
+    err = (got.float() - ref.float()).abs().max().item() if got.numel() else 0.0
+    bound = 2 * ((pt.float() - ref.float()).abs().max().item() if got.numel() else 0.0) + atol
+    return err, bound, int(torch.isnan(got).sum().item())
+
+
+def run_case(q, k, v, dout, causal, offset=None, scale=None, deterministic=False):
+    """Kernel backward vs references; returns {name: (err, bound, nans)} for dq, dk, dv."""
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    offset = k.shape[1] - q.shape[1] if offset is None else offset
+    ref = math_attention_grads(q, k, v, dout, scale, causal, offset, torch.float32)
+    pt = math_attention_grads(q, k, v, dout, scale, causal, offset, q.dtype)
+    out = ref[0].to(q.dtype)
+    dq, dk, dv = hopper_bwd.backward(dout, q, k, v, out, ref[1], scale, causal, offset, deterministic)
+    assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
+    assert dq.dtype == dk.dtype == dv.dtype == q.dtype
+    return {name: rule_error(g, r, p) for name, g, r, p in
+            zip(("dq", "dk", "dv"), (dq, dk, dv), ref[2:], pt[2:])}
+
+
+def assert_case(result):
+    for name, (err, bound, nans) in result.items():
+        assert nans == 0, f"{name}: {nans} NaN values"
+        assert err <= bound, f"{name}: max|g-ref| = {err:.3e} > 2*max|pt-ref| + atol = {bound:.3e}"
+
+
+def rand(*shape, dtype):
+    return torch.randn(*shape, device="cuda", dtype=dtype)
+
+
+def make_inputs(B, Sq, Sk, Hq, Hk, D, dtype):
+    return (rand(B, Sq, Hq, D, dtype=dtype), rand(B, Sk, Hk, D, dtype=dtype),
+            rand(B, Sk, Hk, D, dtype=dtype), rand(B, Sq, Hq, D, dtype=dtype))
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p[0]}x{p[1]}")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", list(DTYPES), ids=list(DTYPES))
+@pytest.mark.parametrize("head_dim", hopper_bwd.HEAD_DIMS)
+def test_accuracy_grid(head_dim, dtype, causal, pair):
+    Sq, Sk = pair
+    idx = PAIRS.index(pair)
+    Hq, Hk = HEADS[(idx + head_dim // 64) % len(HEADS)]
+    B = 1 if Sq * Sk > 4_000_000 else 2
+    torch.manual_seed(idx)
+    assert_case(run_case(*make_inputs(B, Sq, Sk, Hq, Hk, head_dim, DTYPES[dtype]), causal))
+
+
+@pytest.mark.parametrize("heads", HEADS, ids=["mha", "gqa", "mqa"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", hopper_bwd.HEAD_DIMS)
+def test_head_layouts(head_dim, causal, heads):
+    torch.manual_seed(1)
+    assert_case(run_case(*make_inputs(2, 333, 301, *heads, head_dim, torch.bfloat16), causal))
+
+
+@pytest.mark.parametrize("offset", [0, -100, 150])
+def test_causal_offsets(offset):
+    """Top-left (0), more queries than visible keys (-100: leading rows fully masked), and more."""
+    torch.manual_seed(2)
+    assert_case(run_case(*make_inputs(1, 300, 260, 2, 2, 128, torch.bfloat16), True, offset=offset))
+
+
+def test_noncontiguous_dout():
+    torch.manual_seed(3)
+    q, k, v, _ = make_inputs(2, 257, 190, 4, 4, 128, torch.bfloat16)
+    dout_t = rand(2, 4, 257, 128, dtype=torch.bfloat16).transpose(1, 2)      # TMA-able odd strides
+    assert_case(run_case(q, k, v, dout_t, True))
+    dout_m = rand(2 * 257 * 4 * 128 + 1, dtype=torch.bfloat16)[1:].view(2, 257, 4, 128)  # misaligned
+    assert_case(run_case(q, k, v, dout_m, False))
+
+
+def test_packed_qkv_views():
+    torch.manual_seed(4)
+    qkv = rand(2, 311, 3, 4, 64, dtype=torch.float16)
+    q, k, v = qkv.unbind(2)
+    assert_case(run_case(q, k, v, rand(2, 311, 4, 64, dtype=torch.float16), False))
+    assert_case(run_case(q, k, v, rand(2, 311, 4, 64, dtype=torch.float16), True))
+
+
+def test_no_nan_fully_masked_rows():
+    """Rows before the first visible key get exact zero dq; keys no query sees get zero dk/dv."""
+    torch.manual_seed(5)
+    q, k, v, do = make_inputs(1, 200, 64, 2, 2, 64, torch.bfloat16)
+    offset = -150                                   # rows 0..149 see nothing
+    ref = math_attention_grads(q, k, v, do, 0.125, True, offset, torch.float32)
+    dq, dk, dv = hopper_bwd.backward(do, q, k, v, ref[0].to(q.dtype), ref[1], 0.125, True, offset, False)
+    assert not any(torch.isnan(g).any() for g in (dq, dk, dv))
+    assert (dq[:, :150] == 0).all()
+
+
+@pytest.mark.parametrize("head_dim", hopper_bwd.HEAD_DIMS)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_deterministic_bitwise(head_dim, causal):
+    torch.manual_seed(6)
+    q, k, v, do = make_inputs(2, 1000, 1100, 4, 2, head_dim, torch.bfloat16)
+    ref = math_attention_grads(q, k, v, do, head_dim ** -0.5, causal, 100, torch.float32)
+    out, lse = ref[0].to(q.dtype), ref[1]
+    first = hopper_bwd.backward(do, q, k, v, out, lse, head_dim ** -0.5, causal, 100, True)
+    for _ in range(99):
+        again = hopper_bwd.backward(do, q, k, v, out, lse, head_dim ** -0.5, causal, 100, True)
+        for a, b in zip(first, again):
+            assert torch.equal(a, b), "deterministic backward differs between runs"
