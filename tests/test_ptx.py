@@ -364,7 +364,9 @@ def test_tma_store_after_proxy_fence_clips_rows(seqlen, row0):
 
 @gpu
 @requires_hopper
-@pytest.mark.parametrize("coords", [(0, 8, 1, 1), (0, -4, 0, 0)], ids=["past-end", "negative"])
+# Only boxes past the end: a reduce at negative coordinates stopped an H200 with "illegal instruction"
+# (2026-11-22), so that case is left to loads, where it is defined.
+@pytest.mark.parametrize("coords", [(0, 8, 1, 1), (0, 12, 2, 1)], ids=["past-end", "past-end-3d"])
 def test_tma_reduce_add_f32_twice(coords):
     d = _dev()
     g = (torch.randint(-400, 400, (2, 3, 20, 32), device=d) / 4).float()   # exact sums
