@@ -1,4 +1,5 @@
-# Side-by-side: the non-persistent kernel (tools/tmp_exp/old) vs the current tree, plus cuDNN, one machine.
+#!/usr/bin/env bash
+# Side-by-side: an older tree extracted with `git archive <commit> cuda_src fa3lite tools | tar -x -C tools/experiments/old` vs the current tree, plus cuDNN, one machine.
 export PYTHONUNBUFFERED=1
 cat > /tmp/cudnn.py <<'PY'
 import torch, torch.nn.functional as F
@@ -21,7 +22,7 @@ for D, causal, S in ((128, False, 16384), (128, True, 16384), (128, False, 4096)
     bench(D, causal, S)
 PY
 for round in 1 2; do
-  echo "== old (non-persistent)"; (cd tools/tmp_exp/old && FA3LITE_CACHE_DIR=/tmp/c_old PYTHONPATH=$PWD timeout 100 python3 /tmp/ours.py)
+  echo "== old (non-persistent)"; (cd tools/experiments/old && FA3LITE_CACHE_DIR=/tmp/c_old PYTHONPATH=$PWD timeout 100 python3 /tmp/ours.py)
   echo "== new (persistent)"; FA3LITE_CACHE_DIR=/tmp/c_new PYTHONPATH=$PWD timeout 100 python3 /tmp/ours.py
 done
 echo "== cudnn"; timeout 100 python3 /tmp/cudnn.py
