@@ -24,20 +24,27 @@ __device__ __forceinline__ void release(u32 bar, int tid) {
   if (tid % 32 == 0) mbar::arrive(bar);
 }
 
+// Key block n's scores, waited for at once: S = Q K^T, release K, mask, softmax (S becomes P).
+// Returns the factors O's rows must be scaled by.
+__device__ __forceinline__ void scores_now(const FwdParams& p, const FwdSmem& sm, const Mask& mask, int wg_row0,
+                                           u32 q_wg, int n, const RingPos<kStages>& pos, int tid,
+                                           OnlineSoftmax& softmax, float (&s)[kBlockN / 2], float (&corr)[2]) {
+  mbar::wait(sm.k_full(pos.stage), pos.phase);
+  gemm_qk(s, q_wg, sm.k(pos.stage));
+  wgmma::wait_group<0>();
+  release(sm.k_empty(pos.stage), tid);
+  if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
+  softmax.update<kBlockN>(s, p.scale_log2, corr);
+}
+
 // Serial schedule: each GEMM is waited for right away; only the other warpgroup overlaps this one.
 __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSmem& sm, const Mask& mask, int wg_row0,
                                                 u32 q_wg, int n_end, int tid, OnlineSoftmax& softmax,
                                                 float (&o)[kHeadDim / 2]) {
   RingPos<kStages> pos;
   for (int n = n_end - 1; n >= 0; --n) {
-    float s[kBlockN / 2];
-    mbar::wait(sm.k_full(pos.stage), pos.phase);
-    gemm_qk(s, q_wg, sm.k(pos.stage));
-    wgmma::wait_group<0>();
-    release(sm.k_empty(pos.stage), tid);
-    if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
-    float corr[2];
-    softmax.update<kBlockN>(s, p.scale_log2, corr);
+    float s[kBlockN / 2], corr[2];
+    scores_now(p, sm, mask, wg_row0, q_wg, n, pos, tid, softmax, s, corr);
 #pragma unroll
     for (int i = 0; i < kHeadDim / 2; ++i) o[i] *= corr[frag::half(i)];
     u32 pa[kBlockN / 16][4];
@@ -57,15 +64,8 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
   RingPos<kStages> pos;
   u32 pa[kBlockN / 16][4];
   {  // first block: nothing to overlap with yet
-    const int n = n_end - 1;
-    float s[kBlockN / 2];
-    mbar::wait(sm.k_full(pos.stage), pos.phase);
-    gemm_qk(s, q_wg, sm.k(pos.stage));
-    wgmma::wait_group<0>();
-    release(sm.k_empty(pos.stage), tid);
-    if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
-    float corr[2];
-    softmax.update<kBlockN>(s, p.scale_log2, corr);   // O is still zero: nothing to rescale
+    float s[kBlockN / 2], corr[2];
+    scores_now(p, sm, mask, wg_row0, q_wg, n_end - 1, pos, tid, softmax, s, corr);  // O is zero: no rescale
     convert_p(s, pa);
   }
   RingPos<kStages> prev = pos;   // the stage whose V pairs with the P in `pa`
