@@ -84,8 +84,7 @@ def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
         scale_log2=softmax_scale * _LOG2E,
     )
     # One CTA per tile (a persistent grid measured slower: benchmarks/RESULTS.md).
-    launch.launch(kernel, (tiles, 1, 1), variant.threads, params, dev,
-                  torch.cuda.current_stream(q.device).cuda_stream)
+    launch.launch(kernel, (tiles, 1, 1), variant.threads, params, dev, launch.stream_handle(dev))
     return out, lse
 
 

@@ -21,6 +21,7 @@ repeated runs give bitwise-equal dq; dk/dv are always deterministic (each CTA ow
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 
@@ -146,6 +147,14 @@ def main_kernel_spec(head_dim: int, dtype: str, causal: bool, dkv_f32: bool = Fa
                                     "threads": THREADS}
 
 
+@functools.cache
+def _kernels(variant: BwdVariant, device_index: int):
+    """(preprocess, main, postprocess) loaded on a device; cached so a call hashes a small key."""
+    return (launch.load(variant.preprocess_spec(), device_index, 0),
+            launch.load(variant.spec(), device_index, variant.smem_bytes),
+            launch.load(variant.postprocess_spec(), device_index, 0))
+
+
 def _tma_ready(t: torch.Tensor) -> torch.Tensor:
     """t itself if TMA (and 16-byte vector loads) can read it: 16-byte aligned base, unit last
     stride, other strides multiples of 16 bytes; else a contiguous copy."""
@@ -188,7 +197,7 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
     gqa = Hq != Hk
     variant = BwdVariant(D, _DTYPE_NAMES[dtype], bool(causal), gqa, debug_build())
     dev = _device_index(q)
-    stream = torch.cuda.current_stream(q.device).cuda_stream
+    stream = launch.stream_handle(dev)
     f32 = torch.float32
 
     q, k, v, dout, out = (_tma_ready(t) for t in (q, k, v, dout, out))
@@ -204,7 +213,7 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
     dpsum = _written((B, Hq, rows_pad), f32, q.device)
     rows_per_block = _AUX_THREADS // (D // 8)
     row_blocks = -(-rows_pad // rows_per_block)
-    pre = launch.load(variant.preprocess_spec(), dev, 0)
+    pre, main, post = _kernels(variant, dev)
     launch.launch(pre, (row_blocks * Hq * B, 1, 1), _AUX_THREADS, PRE_PARAMS.pack(
         dout=dout.data_ptr(), out=out.data_ptr(), lse=lse.data_ptr(), lse_log2=lse_log2.data_ptr(),
         dpsum=dpsum.data_ptr(),
@@ -222,7 +231,6 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
     ctas = n_blocks * Hq * B
     if ctas > _MAX_GRID_X:
         raise ValueError(f"too many key blocks for one launch: {ctas} > {_MAX_GRID_X}")
-    main = launch.load(variant.spec(), dev, variant.smem_bytes)
     launch.launch(main, (ctas, 1, 1), THREADS, BWD_PARAMS.pack(
         q=tma.bshd_map(q, BLOCK_M), k=tma.bshd_map(k, variant.block_n), v=tma.bshd_map(v, variant.block_n),
         dout=tma.bshd_map(dout, BLOCK_M),
@@ -236,7 +244,6 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
 
     # 3. postprocess
     total = dq_accum.numel() // 4
-    post = launch.load(variant.postprocess_spec(), dev, 0)
     launch.launch(post, (-(-total // _AUX_THREADS), 1, 1), _AUX_THREADS, POST_PARAMS.pack(
         dq_accum=dq_accum.data_ptr(), dq=dq.data_ptr(), total=total, seqlen_q=Sq, num_heads=Hq,
         num_m_blocks=m_blocks, scale=softmax_scale), dev, stream)
