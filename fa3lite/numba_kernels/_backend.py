@@ -15,7 +15,6 @@ and kernels convert the bits themselves (see ``_dtypes``).
 
 from __future__ import annotations
 
-import sys
 import warnings
 from collections.abc import Sequence
 
@@ -29,13 +28,15 @@ from . import _compat  # noqa: F401  (before any kernel compiles)
 
 SIMULATOR: bool = bool(numba.config.ENABLE_CUDASIM)
 """True when numba runs kernels in its CPU simulator (``NUMBA_ENABLE_CUDASIM=1`` at import)."""
+if SIMULATOR:
+    _compat.lock_simulator_shared_arrays()
 
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
-# The simulator runs each CUDA thread as a Python thread and its block manager busy-polls them; at
-# Python's default 5 ms GIL switch interval every __syncthreads() then costs milliseconds. A short
-# interval during simulated launches makes them several times faster; it is restored afterwards.
-_SIM_SWITCH_INTERVAL_S = 1e-5
+# The simulator's launches run at Python's default GIL switch interval. A much shorter one (1e-5 s)
+# made simulated launches ~4x faster, but it also let the simulator's own thread bookkeeping race:
+# on 2 busy cores (2026-11-22) 3 of 700 reference backward runs came back wrong at 1e-5 s, 0 of 954
+# at the default interval (same problem, two processes at once).
 
 
 def check_tensor(name: str, t: object, ndim: int, dtypes: Sequence[torch.dtype] = _FLOAT_DTYPES) -> None:
@@ -124,12 +125,7 @@ def launch(kernel, grid: tuple[int, ...], block: int, device: torch.device, *arg
         # Small test grids trip numba's under-utilisation warning; it says nothing about correctness.
         warnings.simplefilter("ignore", NumbaPerformanceWarning)
         if SIMULATOR:
-            previous = sys.getswitchinterval()
-            sys.setswitchinterval(_SIM_SWITCH_INTERVAL_S)
-            try:
-                kernel[grid, block](*args)
-            finally:
-                sys.setswitchinterval(previous)
+            kernel[grid, block](*args)
             return
         with ncuda.gpus[device.index if device.index is not None else torch.cuda.current_device()]:
             stream = ncuda.external_stream(torch.cuda.current_stream(device).cuda_stream)
