@@ -200,6 +200,12 @@ def _capability(device: torch.device) -> tuple[int, int] | None:
 _CAPABILITIES: dict[int, tuple[int, int]] = {}
 
 
+def tma_ready(t: torch.Tensor) -> torch.Tensor:
+    """``t`` if its layout suits the kernels' tensor maps (layout_reasons), else a fresh contiguous copy
+    (a fresh one: ``contiguous()`` would return a contiguous but misaligned tensor unchanged)."""
+    return t.clone(memory_format=torch.contiguous_format) if layout_reasons("t", t) else t
+
+
 def layout_reasons(name: str, t: torch.Tensor) -> list[str]:
     """Stride and alignment limits of the TMA descriptors for one (B, S, H, D) tensor."""
     reasons = []

@@ -14,26 +14,19 @@ import torch
 from .runtime import launch, tma
 from .variants import FWD_PARAMS, FwdVariant
 
-_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
-_LOG2E = 1.4426950408889634
-_MAX_GRID_X = (1 << 31) - 1
-_I32_MAX = (1 << 31) - 1
+DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+LOG2E = 1.4426950408889634
+MAX_GRID_X = (1 << 31) - 1
+I32_MAX = (1 << 31) - 1
 
 
 def debug_build() -> bool:
-    """FA3LITE_DEBUG=1 selects kernels whose mbarrier waits trap after a bounded spin."""
+    """FA3LITE_DEBUG=1 selects kernels whose mbarrier (and semaphore) waits trap after a bounded spin."""
     return os.environ.get("FA3LITE_DEBUG", "0") not in ("", "0")
 
 
-def unsupported_reasons(q, k, v, softmax_scale: float | None = None) -> list[str]:
-    """Every reason the Hopper kernels cannot take these inputs (empty list: they can)."""
-    from .checks import kernel_reasons
-
-    return kernel_reasons(q, k, v, softmax_scale)
-
-
 def fwd_variant(q, causal: bool) -> FwdVariant:
-    return _variant(q.shape[-1], _DTYPE_NAMES[q.dtype], bool(causal), debug_build())
+    return _variant(q.shape[-1], DTYPE_NAMES[q.dtype], bool(causal), debug_build())
 
 
 @functools.cache
@@ -62,7 +55,7 @@ def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
     if not softmax_scale > 0:
         raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")
     if causal:
-        causal_offset = max(min(causal_offset, _I32_MAX), -_I32_MAX)
+        causal_offset = max(min(causal_offset, I32_MAX), -I32_MAX)
     else:
         causal_offset = 0
 
@@ -71,8 +64,8 @@ def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
     kernel = _loaded(variant, dev)
     num_m_blocks = -(-Sq // variant.block_m)
     tiles = num_m_blocks * Hq * B
-    if tiles > _MAX_GRID_X:
-        raise ValueError(f"too many tiles for one launch: {tiles} > {_MAX_GRID_X}")
+    if tiles > MAX_GRID_X:
+        raise ValueError(f"too many tiles for one launch: {tiles} > {MAX_GRID_X}")
     params = FWD_PARAMS.pack(
         q=tma.bshd_map(q, variant.block_m),
         k=tma.bshd_map(k, variant.block_n),
@@ -81,7 +74,7 @@ def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
         lse=lse.data_ptr(),
         seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
         num_m_blocks=num_m_blocks, causal_offset=causal_offset,
-        scale_log2=softmax_scale * _LOG2E,
+        scale_log2=softmax_scale * LOG2E,
     )
     # One CTA per tile (a persistent grid measured slower: benchmarks/RESULTS.md).
     launch.launch(kernel, (tiles, 1, 1), variant.threads, params, dev, launch.stream_handle(dev))

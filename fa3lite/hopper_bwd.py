@@ -23,10 +23,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import os
 
 import torch
 
+from . import checks
+from .hopper import DTYPE_NAMES, I32_MAX, LOG2E, MAX_GRID_X, debug_build
 from .runtime import launch, tma
 from .runtime.compile import KernelSpec
 from .runtime.params import ParamStruct
@@ -37,10 +38,6 @@ BLOCK_M = 64            # query rows per step of the main kernel (bwd_config.cuh
 STAGES = 2              # Q/dO ring depth (kStages)
 THREADS = 384           # producer + 2 consumer warpgroups
 _AUX_THREADS = 256      # block size of the pre/postprocess kernels
-_LOG2E = 1.4426950408889634
-_I32_MAX = (1 << 31) - 1
-_MAX_GRID_X = (1 << 31) - 1
-_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("dout", "tma"),
@@ -63,11 +60,6 @@ POST_PARAMS = ParamStruct("fa3lite::attn::bwd::PostParams", (
     ("dq_accum", "ptr"), ("dq", "ptr"), ("total", "i64"),
     ("seqlen_q", "i32"), ("num_heads", "i32"), ("num_m_blocks", "i32"), ("scale", "f32"),
 ))
-
-
-def debug_build() -> bool:
-    """FA3LITE_DEBUG=1 selects kernels whose mbarrier/semaphore waits trap after a bounded spin."""
-    return os.environ.get("FA3LITE_DEBUG", "0") not in ("", "0")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,16 +147,6 @@ def _kernels(variant: BwdVariant, device_index: int):
             launch.load(variant.postprocess_spec(), device_index, 0))
 
 
-def _tma_ready(t: torch.Tensor) -> torch.Tensor:
-    """t itself if TMA (and 16-byte vector loads) can read it: 16-byte aligned base, unit last
-    stride, other strides multiples of 16 bytes; else a contiguous copy."""
-    es = t.element_size()
-    ok = t.stride(-1) == 1 and t.data_ptr() % 16 == 0
-    ok = ok and all(s > 0 and (s * es) % 16 == 0 for n, s in zip(t.shape[:-1], t.stride()[:-1]) if n > 1)
-    # a fresh allocation, not .contiguous(): a contiguous view at a misaligned offset stays misaligned
-    return t if ok else torch.empty(t.shape, dtype=t.dtype, device=t.device).copy_(t)
-
-
 def _written(shape, dtype, device) -> torch.Tensor:
     """A buffer the kernels fill completely: NaN-poisoned in debug builds, so a missed element shows."""
     if debug_build():
@@ -189,18 +171,18 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
             torch.zeros_like(v, memory_format=torch.contiguous_format)
     if not softmax_scale > 0:
         raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")
-    if dtype not in _DTYPE_NAMES:
+    if dtype not in DTYPE_NAMES:
         raise ValueError(f"q.dtype must be torch.bfloat16 or torch.float16, got {dtype}")
     if Hq % Hk:
         raise ValueError(f"num_heads_q ({Hq}) must be a multiple of num_heads_k ({Hk})")
-    causal_offset = max(min(int(causal_offset), _I32_MAX), -_I32_MAX) if causal else 0
+    causal_offset = max(min(int(causal_offset), I32_MAX), -I32_MAX) if causal else 0
     gqa = Hq != Hk
-    variant = BwdVariant(D, _DTYPE_NAMES[dtype], bool(causal), gqa, debug_build())
+    variant = BwdVariant(D, DTYPE_NAMES[dtype], bool(causal), gqa, debug_build())
     dev = _device_index(q)
     stream = launch.stream_handle(dev)
     f32 = torch.float32
 
-    q, k, v, dout, out = (_tma_ready(t) for t in (q, k, v, dout, out))
+    q, k, v, dout, out = (checks.tma_ready(t) for t in (q, k, v, dout, out))
     if lse.dtype != f32:
         raise ValueError(f"lse must be float32, got {lse.dtype}")
 
@@ -229,8 +211,8 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
     dk = _written((B, Sk, Hq, D), dkv_dtype, q.device)
     dv = _written((B, Sk, Hq, D), dkv_dtype, q.device)
     ctas = n_blocks * Hq * B
-    if ctas > _MAX_GRID_X:
-        raise ValueError(f"too many key blocks for one launch: {ctas} > {_MAX_GRID_X}")
+    if ctas > MAX_GRID_X:
+        raise ValueError(f"too many key blocks for one launch: {ctas} > {MAX_GRID_X}")
     launch.launch(main, (ctas, 1, 1), THREADS, BWD_PARAMS.pack(
         q=tma.bshd_map(q, BLOCK_M), k=tma.bshd_map(k, variant.block_n), v=tma.bshd_map(v, variant.block_n),
         dout=tma.bshd_map(dout, BLOCK_M),
@@ -240,7 +222,7 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
         seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
         num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset,
         deterministic=int(bool(deterministic)),
-        scale_log2=softmax_scale * _LOG2E, softmax_scale=softmax_scale), dev, stream)
+        scale_log2=softmax_scale * LOG2E, softmax_scale=softmax_scale), dev, stream)
 
     # 3. postprocess
     total = dq_accum.numel() // 4

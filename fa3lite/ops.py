@@ -63,12 +63,6 @@ def _kernel_module(q, k, v, softmax_scale: float, backend: str, entry: str):
     return module
 
 
-def _kernel_ready(t: torch.Tensor) -> torch.Tensor:
-    """``t`` if its layout suits the kernels' tensor maps, else a fresh contiguous copy (a fresh one:
-    ``contiguous()`` would return a contiguous but misaligned tensor unchanged)."""
-    return t.clone(memory_format=torch.contiguous_format) if checks.layout_reasons("t", t) else t
-
-
 def _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic=False, backend="auto"):
     """The forward both entry points run (see attention())."""
     module = _kernel_module(q, k, v, softmax_scale, backend, "forward")
@@ -100,7 +94,7 @@ def _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, det
     if module is None:
         return fallback.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset)
     # dout comes from whatever follows attention; copying a misaligned one beats the slow path.
-    dout, out = _kernel_ready(dout), _kernel_ready(out)
+    dout, out = checks.tma_ready(dout), checks.tma_ready(out)
     dq, dk, dv = module.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset,
                                  deterministic)
     return dq.contiguous(), dk.contiguous(), dv.contiguous()

@@ -14,8 +14,7 @@ _PARAM_ALIGN = 64  # TmaDesc members need 64-byte alignment in the copied parame
 
 @dataclasses.dataclass(frozen=True)
 class Loaded:
-    function: object   # CUfunction (cuda.bindings)
-    handle: int        # the same CUfunction as a raw pointer, for the ctypes launch path
+    handle: int        # CUfunction as a raw pointer (its module stays loaded for the process)
     smem_bytes: int
 
 
@@ -43,7 +42,7 @@ def load(spec: KernelSpec, device_index: int, smem_bytes: int) -> Loaded:
         check(driver.cuFuncSetAttribute(
             fn, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes))
         _modules.append(module)
-        loaded = Loaded(function=fn, handle=int(fn), smem_bytes=smem_bytes)
+        loaded = Loaded(handle=int(fn), smem_bytes=smem_bytes)
         _loaded[key] = loaded
         return loaded
 
