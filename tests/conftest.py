@@ -7,6 +7,10 @@ without a Hopper (sm_90) GPU.
 from __future__ import annotations
 
 import math
+import os
+import pathlib
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -98,3 +102,22 @@ def assert_close_fa3(out, ref, pt, atol, name):
         raise AssertionError(f"{name}: max|out - ref| = {worst:.4g} > 2 * max|pt - ref| + atol = "
                              f"2 * {pt_err:.4g} + {atol:.4g} = {bound:.4g}; worst at {idx}: "
                              f"out {out64[idx].item():.6g}, ref {ref64[idx].item():.6g}")
+
+
+# ----------------------------------------------------------------------------- Numba simulator suites
+SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+"""True in the subprocess that runs a file's simulator cases (numba reads the variable once, at import)."""
+
+sim = pytest.mark.skipif(not SIMULATOR, reason="runs in the simulator subprocess (test_simulator_suite)")
+
+
+def run_simulator_suite(test_file: str, timeout_s: float) -> None:
+    """Re-run ``test_file``'s non-GPU cases in a fresh Python with NUMBA_ENABLE_CUDASIM=1 and assert
+    they passed: the variable must be set before numba.cuda is imported, so never in this process."""
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not gpu", test_file]
+    res = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout_s)
+    log = res.stdout[-12000:] + res.stderr[-4000:]
+    assert res.returncode == 0, log
+    assert " passed" in res.stdout and "failed" not in res.stdout, log

@@ -8,20 +8,15 @@ which the simulator cannot do).
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import sys
 
 import pytest
 import torch
+from conftest import SIMULATOR, run_simulator_suite, sim
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 HAS_CUDA = (not SIMULATOR) and torch.cuda.is_available()
 
-sim = pytest.mark.skipif(not SIMULATOR, reason="runs in the simulator subprocess (test_simulator_suite)")
 SIM_SUITE_TIMEOUT_S = 600
 SIM_DTYPES = [torch.float16, torch.float32]
 GPU_DTYPES = [torch.float16, torch.bfloat16, torch.float32]
@@ -30,13 +25,7 @@ GPU_DTYPES = [torch.float16, torch.bfloat16, torch.float32]
 @pytest.mark.skipif(SIMULATOR, reason="this process is the simulator run")
 def test_simulator_suite():
     """Run this file's simulator cases in a subprocess with NUMBA_ENABLE_CUDASIM=1."""
-    repo = pathlib.Path(__file__).resolve().parents[1]
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not gpu", __file__]
-    res = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=SIM_SUITE_TIMEOUT_S)
-    log = res.stdout[-12000:] + res.stderr[-4000:]
-    assert res.returncode == 0, log
-    assert " passed" in res.stdout and "failed" not in res.stdout, log
+    run_simulator_suite(__file__, SIM_SUITE_TIMEOUT_S)
 
 
 def rand(shape, dtype, device="cpu", strided=False, seed=0):

@@ -13,20 +13,14 @@ GPU cases (``gpu`` marker) run in the ordinary process on any CUDA GPU and are s
 from __future__ import annotations
 
 import math
-import os
-import pathlib
-import subprocess
-import sys
 
 import pytest
 import torch
+from conftest import SIMULATOR, run_simulator_suite, sim
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 HAS_CUDA = (not SIMULATOR) and torch.cuda.is_available()
-
-sim = pytest.mark.skipif(not SIMULATOR, reason="runs in the simulator subprocess (test_simulator_suite)")
 
 SIM_SUITE_TIMEOUT_S = 900
 # The oracle (fp32 accumulation) must be within twice the error of torch's fp32 math plus this,
@@ -119,13 +113,7 @@ def check_against_torch(q, k, v, dout, scale, causal, offset, **kw):
 @pytest.mark.skipif(SIMULATOR, reason="this process is the simulator run")
 def test_simulator_suite():
     """Run this file's simulator cases in a subprocess with NUMBA_ENABLE_CUDASIM=1."""
-    repo = pathlib.Path(__file__).resolve().parents[1]
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not gpu", __file__]
-    res = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=SIM_SUITE_TIMEOUT_S)
-    log = res.stdout[-12000:] + res.stderr[-4000:]
-    assert res.returncode == 0, log
-    assert " passed" in res.stdout and "failed" not in res.stdout, log
+    run_simulator_suite(__file__, SIM_SUITE_TIMEOUT_S)
 
 
 # ----------------------------------------------------------------------------- simulator cases
