@@ -1,7 +1,6 @@
 """Kernel cache: hit, miss, corrupt entries, source edits and concurrent writers."""
 import json
 import multiprocessing
-import pathlib
 
 import pytest
 

@@ -4,7 +4,6 @@ Used on the device while developing (debug build: deadlocks trap). Not part of t
 """
 import math
 import sys
-import time
 
 import torch
 
