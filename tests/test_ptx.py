@@ -295,9 +295,10 @@ def _tma_load_inputs(d):
     t5 = torch.randn(2, 100, 5, 128, device=d).to(torch.bfloat16)[:, :, 1:4]   # H stride 128, S stride 640
     boxes = ([32, 32], [32, 16, 2], [64, 16, 2, 1], [64, 64, 2, 1, 1])
     maps = (
-        tma.encode(t2.data_ptr(), t2.dtype, [48, 50], [96], boxes[0], swizzle_128b=False),
-        tma.encode(t3.data_ptr(), t3.dtype, [32, 40, 4], [128, 40 * 128], boxes[1]),
-        tma.encode(t4.data_ptr(), t4.dtype, [64, 24, 3, 2], [128, 24 * 128, 3 * 24 * 128], boxes[2]),
+        tma.encode(t2.data_ptr(), t2.dtype, [48, 50], [96], boxes[0], t2.device.index, swizzle_128b=False),
+        tma.encode(t3.data_ptr(), t3.dtype, [32, 40, 4], [128, 40 * 128], boxes[1], t3.device.index),
+        tma.encode(t4.data_ptr(), t4.dtype, [64, 24, 3, 2], [128, 24 * 128, 3 * 24 * 128], boxes[2],
+                   t4.device.index),
         tma.bshd_map(t5, 64),
     )
     B, S, H, D = t5.shape
@@ -373,7 +374,7 @@ def test_tma_reduce_add_f32_twice(coords):
     g0 = g.clone().cpu()
     box = [32, 16, 2, 1]
     tmap = tma.encode(g.data_ptr(), torch.float32, [32, 20, 3, 2], [128, 20 * 128, 3 * 20 * 128], box,
-                      swizzle_128b=False)
+                      g.device.index, swizzle_128b=False)
     readback = torch.full((g.numel(),), float("nan"), device=d)
     _run(TMA_REDUCE, 1, 128, smem=4 * 32 * 16 * 2 + SWIZZLE_ALIGN, g=tmap, tensor=g, readback=readback,
          numel=g.numel(), c0=coords[0], c1=coords[1], c2=coords[2], c3=coords[3])

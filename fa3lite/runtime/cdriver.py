@@ -1,4 +1,4 @@
-"""The few driver calls on the per-launch path, made through ctypes straight into libcuda.
+"""The driver calls fa3lite makes, through ctypes straight into libcuda.
 
 cuda.bindings builds Python objects for every argument (a tensor-map encode takes ~20 of them); on
 the hot path of a small attention call that dominated the host time. These wrappers pass plain C
@@ -13,30 +13,69 @@ from .driver import CudaDriverError
 
 _u64p = ctypes.POINTER(ctypes.c_uint64)
 _u32p = ctypes.POINTER(ctypes.c_uint32)
+_vpp = ctypes.POINTER(ctypes.c_void_p)
+_cstrp = ctypes.POINTER(ctypes.c_char_p)
+
+# name -> argument types; every function returns a CUresult (int)
+_SIGNATURES = {
+    "cuInit": [ctypes.c_uint],
+    "cuDeviceGet": [ctypes.POINTER(ctypes.c_int), ctypes.c_int],
+    "cuDevicePrimaryCtxRetain": [_vpp, ctypes.c_int],
+    "cuTensorMapEncodeTiled": [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+                               _u64p, _u64p, _u32p, _u32p,
+                               ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int],
+    "cuLaunchKernel": [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                       ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                       ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p],
+    "cuCtxGetCurrent": [_vpp],
+    "cuCtxPushCurrent": [ctypes.c_void_p],
+    "cuCtxPopCurrent": [_vpp],
+    "cuGetErrorName": [ctypes.c_int, _cstrp],
+    "cuGetErrorString": [ctypes.c_int, _cstrp],
+}
+
+
+# cuda.h maps these names to versioned symbols; the bare symbols are the legacy ABI. The legacy
+# cuCtxPushCurrent only accepts a context that is current on no thread, so pushing the primary
+# context (current on torch's thread) from another thread or over another library's context fails.
+_SYMBOLS = {"cuCtxPushCurrent": "cuCtxPushCurrent_v2", "cuCtxPopCurrent": "cuCtxPopCurrent_v2"}
+
+
+class _Driver:
+    """libcuda's functions under their API names, typed from _SIGNATURES."""
+
+    def __init__(self, lib: ctypes.CDLL):
+        for name, argtypes in _SIGNATURES.items():
+            fn = getattr(lib, _SYMBOLS.get(name, name))
+            fn.argtypes = argtypes
+            fn.restype = ctypes.c_int
+            setattr(self, name, fn)
 
 
 @functools.cache
-def _lib():
-    lib = ctypes.CDLL("libcuda.so.1")
-    lib.cuTensorMapEncodeTiled.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
-                                           _u64p, _u64p, _u32p, _u32p,
-                                           ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    lib.cuLaunchKernel.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
-                                   ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
-                                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-    lib.cuCtxGetCurrent.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-    lib.cuCtxSetCurrent.argtypes = [ctypes.c_void_p]
-    for f in ("cuTensorMapEncodeTiled", "cuLaunchKernel", "cuCtxGetCurrent", "cuCtxSetCurrent"):
-        getattr(lib, f).restype = ctypes.c_int
-    return lib
+def _lib() -> _Driver:
+    return _Driver(ctypes.CDLL("libcuda.so.1"))
+
+
+def describe(err: int) -> str:
+    """'CUDA_ERROR_NAME (code N): description'; codes this driver does not know keep their number."""
+    name, desc = ctypes.c_char_p(), ctypes.c_char_p()
+    try:
+        lib = _lib()
+        known = lib.cuGetErrorName(err, ctypes.byref(name)) == 0 and name.value
+        if known:
+            lib.cuGetErrorString(err, ctypes.byref(desc))
+    except OSError:  # no libcuda: nothing to look the code up in
+        known = False
+    if not known:
+        return f"unknown CUDA driver error (code {err})"
+    text = f"{name.value.decode()} (code {err})"
+    return f"{text}: {desc.value.decode()}" if desc.value else text
 
 
 def _check(err: int, what: str) -> None:
     if err:
-        from cuda.bindings import driver
-
-        _, name = driver.cuGetErrorName(driver.CUresult(err))
-        raise CudaDriverError(f"{what} failed with CUDA driver error {name.decode() if name else err}")
+        raise CudaDriverError(f"{what} failed: {describe(err)}")
 
 
 # Enum values from cuda.h (CUtensorMapDataType etc.); checked against cuda.bindings in the tests.
@@ -59,7 +98,19 @@ def encode_tiled(out_addr: int, dtype_enum: int, ptr: int, dims, strides_bytes, 
     e_str = (ctypes.c_uint32 * rank)(*([1] * rank))
     _check(_lib().cuTensorMapEncodeTiled(out_addr, dtype_enum, rank, ptr, g_dim, g_str, b_dim, e_str,
                                          INTERLEAVE_NONE, swizzle, L2_PROMOTION_256B, OOB_FILL_NONE),
-           "cuTensorMapEncodeTiled")
+           f"cuTensorMapEncodeTiled (address {ptr:#x}, dims {list(dims)}, strides {list(strides_bytes)} "
+           f"bytes, box {list(box)})")
+
+
+def primary_context(device_index: int) -> int:
+    """cuDevicePrimaryCtxRetain of a device (cuInit first); the handle as an int."""
+    lib = _lib()
+    _check(lib.cuInit(0), "cuInit")
+    dev = ctypes.c_int()
+    _check(lib.cuDeviceGet(ctypes.byref(dev), device_index), f"cuDeviceGet({device_index})")
+    ctx = ctypes.c_void_p()
+    _check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), f"cuDevicePrimaryCtxRetain(cuda:{device_index})")
+    return ctx.value
 
 
 def current_context() -> int:
@@ -68,12 +119,18 @@ def current_context() -> int:
     return ctx.value or 0
 
 
-def set_context(ctx: int) -> None:
-    _check(_lib().cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+def push_context(ctx: int) -> None:
+    _check(_lib().cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
 
 
-def launch(function: int, grid, block: int, smem: int, stream: int, params_addr: int) -> None:
-    """cuLaunchKernel of a kernel with one by-value parameter block at ``params_addr``."""
+def pop_context() -> int:
+    ctx = ctypes.c_void_p()
+    _check(_lib().cuCtxPopCurrent(ctypes.byref(ctx)), "cuCtxPopCurrent")
+    return ctx.value or 0
+
+
+def launch(function: int, grid, block: int, smem: int, stream: int, params_addr: int) -> int:
+    """cuLaunchKernel of a kernel with one by-value parameter block at ``params_addr``; returns the
+    CUresult (the caller knows the kernel's name for the message)."""
     argv = (ctypes.c_void_p * 1)(params_addr)
-    _check(_lib().cuLaunchKernel(function, grid[0], grid[1], grid[2], block, 1, 1, smem, stream, argv, None),
-           "cuLaunchKernel")
+    return _lib().cuLaunchKernel(function, grid[0], grid[1], grid[2], block, 1, 1, smem, stream, argv, None)

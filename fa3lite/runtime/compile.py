@@ -20,9 +20,8 @@ class CompileError(RuntimeError):
     def __init__(self, spec: "KernelSpec", log: str):
         self.spec = spec
         self.log = log
-        shown = {k: v for k, v in spec.defines if not k.endswith("_OK")}  # skip long layout checks
         super().__init__(f"fa3lite: NVRTC failed to compile {spec.source} ({spec.name}) "
-                         f"with {shown}:\n{log}")
+                         f"with {spec.describe()}:\n{log}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +32,11 @@ class KernelSpec:
     name: str
     defines: tuple[tuple[str, str], ...] = ()
     debug: bool = False
+
+    def describe(self) -> str:
+        """The defines that choose the variant, for messages (the long layout checks left out)."""
+        shown = " ".join(f"{k}={v}" for k, v in self.defines if not k.endswith("_OK"))
+        return shown + (" debug" if self.debug else "")
 
     def options_key(self) -> str:
         return f"{ARCH}|{self.source}|{self.name}|{self.defines}|debug={self.debug}|spins={DEBUG_SPINS}"
@@ -49,6 +53,9 @@ def nvrtc_version() -> str:
     from cuda.bindings import nvrtc
 
     err, major, minor = nvrtc.nvrtcVersion()
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"fa3lite: nvrtcVersion failed with {err!r}: is the NVRTC library "
+                           f"(pip package nvidia-cuda-nvrtc) installed and loadable?")
     return f"{major}.{minor}"
 
 

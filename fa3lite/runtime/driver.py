@@ -1,4 +1,13 @@
-"""Thin helpers over cuda.bindings.driver: error checks and the right context on every thread."""
+"""Thin helpers over the CUDA driver: error checks, and each device's primary context made current
+for exactly the driver calls that need it.
+
+torch, cuda.core and numba share one primary context per device. fa3lite's driver calls (module
+loads, tensor-map encodes, launches) need the context of the tensors' device current on the calling
+thread -- which may be any thread (a data-loader worker, a serving pool, autograd's backward thread)
+and may have another device's context current, or a context another library pushed. ``on_device``
+makes the right one current and restores whatever was current before, so the caller's current device
+(``torch.cuda.current_device()``) never changes.
+"""
 from __future__ import annotations
 
 import threading
@@ -9,42 +18,59 @@ class CudaDriverError(RuntimeError):
 
 
 def check(result):
-    """Unwrap a cuda.bindings (err, *values) tuple, raising on any error."""
-    from cuda.bindings import driver
+    """Unwrap a cuda.bindings (err, *values) tuple, raising on any error (the code's number is kept)."""
+    from . import cdriver
 
     err, *rest = result if isinstance(result, tuple) else (result,)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        _, name = driver.cuGetErrorName(err)
-        _, desc = driver.cuGetErrorString(err)
-        raise CudaDriverError(f"CUDA driver error {name.decode() if name else err}: "
-                              f"{desc.decode() if desc else ''}")
+    if int(err) != 0:
+        raise CudaDriverError(f"CUDA driver error {cdriver.describe(int(err))}")
     if not rest:
         return None
     return rest[0] if len(rest) == 1 else tuple(rest)
 
 
 _ctx_lock = threading.Lock()
-_primary: dict[int, int] = {}   # device index -> primary context handle
+_primary: dict[int, int] = {}   # device index -> primary context handle (retained for the process)
 
 
-def make_current(device_index: int) -> None:
-    """Make the device's primary context (the one torch uses) current on this thread.
-
-    Autograd may run backward on a thread where no context was ever made current; driver calls
-    there would fail or hit the wrong device without this.
-    """
-    from . import cdriver
-
+def primary_context(device_index: int) -> int:
+    """The device's primary context (the one torch uses), retained once per process."""
     ctx = _primary.get(device_index)
     if ctx is None:
-        from cuda.bindings import driver
+        from . import cdriver
 
         with _ctx_lock:
             ctx = _primary.get(device_index)
             if ctx is None:
-                check(driver.cuInit(0))
-                dev = check(driver.cuDeviceGet(device_index))
-                ctx = int(check(driver.cuDevicePrimaryCtxRetain(dev)))
+                ctx = cdriver.primary_context(device_index)
                 _primary[device_index] = ctx
-    if cdriver.current_context() != ctx:
-        cdriver.set_context(ctx)
+    return ctx
+
+
+class on_device:  # noqa: N801 - used like a function: ``with on_device(index): ...``
+    """Context manager: the device's primary context is current inside; whatever was current before
+    (nothing, another device's context, another library's context) is current again after.
+
+    Costs one cuCtxGetCurrent when the right context is already current, plus a push and a pop when
+    it is not.
+    """
+
+    __slots__ = ("_ctx", "_pushed")
+
+    def __init__(self, device_index: int):
+        self._ctx = primary_context(device_index)
+        self._pushed = False
+
+    def __enter__(self) -> None:
+        from . import cdriver
+
+        if cdriver.current_context() != self._ctx:
+            cdriver.push_context(self._ctx)
+            self._pushed = True
+
+    def __exit__(self, *exc_info) -> None:
+        if self._pushed:
+            from . import cdriver
+
+            self._pushed = False
+            cdriver.pop_context()

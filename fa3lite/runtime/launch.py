@@ -1,13 +1,18 @@
-"""Load cached cubins into the current device and launch them on torch's current stream."""
+"""Load cached cubins into a device and launch them on torch's current stream.
+
+Every driver call runs inside ``driver.on_device``: the kernel's device context is current for the
+call and the caller's context is restored after it, on whatever thread the call comes from.
+"""
 from __future__ import annotations
 
 import ctypes
 import dataclasses
 import threading
 
+from ..errors import KernelUnavailable
 from . import cache, cdriver
 from .compile import KernelSpec
-from .driver import check, make_current
+from .driver import CudaDriverError, check, on_device
 
 _PARAM_ALIGN = 64  # TmaDesc members need 64-byte alignment in the copied parameter block
 
@@ -16,35 +21,58 @@ _PARAM_ALIGN = 64  # TmaDesc members need 64-byte alignment in the copied parame
 class Loaded:
     handle: int        # CUfunction as a raw pointer (its module stays loaded for the process)
     smem_bytes: int
+    name: str          # the kernel's entry name, for error messages
 
 
 _loaded: dict[tuple[KernelSpec, int, int], Loaded] = {}
+_failed: dict[tuple[KernelSpec, int, int], tuple[str, str]] = {}  # key -> (kernel, cause)
 _modules: list[object] = []  # keep CUmodules alive for the life of the process
 _lock = threading.Lock()
 
 
 def load(spec: KernelSpec, device_index: int, smem_bytes: int) -> Loaded:
-    """The kernel of ``spec`` loaded on ``device_index`` with its dynamic shared memory limit raised."""
+    """The kernel of ``spec`` loaded on ``device_index`` with its dynamic shared memory limit raised.
+
+    Raises KernelUnavailable (remembered per spec and device) if it cannot be compiled or loaded.
+    """
     key = (spec, device_index, smem_bytes)
     hit = _loaded.get(key)
     if hit is not None:
         return hit
-    from cuda.bindings import driver
-
-    compiled = cache.get(spec)
     with _lock:
         hit = _loaded.get(key)
         if hit is not None:
             return hit
-        make_current(device_index)
+        failure = _failed.get(key)
+        if failure is None:
+            try:
+                hit = _load(spec, device_index, smem_bytes)
+            except Exception as exc:  # noqa: BLE001 - whatever broke, this kernel cannot run here
+                failure = (f"{spec.name} [{spec.describe()}] on cuda:{device_index}", f"{type(exc).__name__}: {exc}")
+                _failed[key] = failure
+                raise KernelUnavailable(*failure) from exc
+            _loaded[key] = hit
+            return hit
+    raise KernelUnavailable(failure[0], failure[1] + " (remembered from an earlier call)")
+
+
+def _load(spec: KernelSpec, device_index: int, smem_bytes: int) -> Loaded:
+    from cuda.bindings import driver
+
+    compiled = cache.get(spec)
+    with on_device(device_index):
         module = check(driver.cuModuleLoadData(compiled.cubin))
         fn = check(driver.cuModuleGetFunction(module, spec.name.encode()))
         check(driver.cuFuncSetAttribute(
             fn, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes))
-        _modules.append(module)
-        loaded = Loaded(handle=int(fn), smem_bytes=smem_bytes)
-        _loaded[key] = loaded
-        return loaded
+    _modules.append(module)
+    return Loaded(handle=int(fn), smem_bytes=smem_bytes, name=spec.name)
+
+
+def forget_failures() -> None:
+    """Forget remembered load failures (for tests, or after fixing the environment)."""
+    with _lock:
+        _failed.clear()
 
 
 def launch(kernel: Loaded, grid: tuple[int, int, int], block: int, params: bytes,
@@ -53,11 +81,15 @@ def launch(kernel: Loaded, grid: tuple[int, int, int], block: int, params: bytes
 
     The driver copies the parameter block during the call, so a per-call buffer is enough.
     """
-    make_current(device_index)
     raw = ctypes.create_string_buffer(len(params) + _PARAM_ALIGN)
     base = (ctypes.addressof(raw) + _PARAM_ALIGN - 1) // _PARAM_ALIGN * _PARAM_ALIGN
     ctypes.memmove(base, params, len(params))
-    cdriver.launch(kernel.handle, grid, block, kernel.smem_bytes, stream_handle, base)
+    with on_device(device_index):
+        err = cdriver.launch(kernel.handle, grid, block, kernel.smem_bytes, stream_handle, base)
+    if err:
+        raise CudaDriverError(f"launching kernel {kernel.name} on cuda:{device_index} (grid {tuple(grid)}, "
+                              f"block {block}, {kernel.smem_bytes} bytes of dynamic shared memory) failed: "
+                              f"{cdriver.describe(err)}")
 
 
 def stream_handle(device_index: int) -> int:

@@ -11,6 +11,7 @@ import ctypes
 import threading
 
 from . import cdriver
+from .driver import on_device
 
 _lock = threading.Lock()  # guards the shared scratch buffer (autograd may call from another thread)
 
@@ -33,8 +34,9 @@ def _dtype_enum(dtype) -> int:
 
 
 def encode(ptr: int, dtype, dims: list[int], strides_bytes: list[int], box: list[int],
-           swizzle_128b: bool = True) -> bytes:
-    """128 bytes of a tiled tensor map. ``dims``/``box`` innermost first; ``strides_bytes`` for dims 1..n-1."""
+           device_index: int, swizzle_128b: bool = True) -> bytes:
+    """128 bytes of a tiled tensor map of memory on ``device_index``. ``dims``/``box`` innermost first;
+    ``strides_bytes`` for dims 1..n-1."""
     key = (ptr, dtype, tuple(dims), tuple(strides_bytes), tuple(box), swizzle_128b)
     hit = _cache.get(key)
     if hit is not None:
@@ -45,7 +47,7 @@ def encode(ptr: int, dtype, dims: list[int], strides_bytes: list[int], box: list
         if s % 16 or not 0 < s < _MAX_STRIDE:
             raise ValueError(f"TMA strides must be positive multiples of 16 bytes below 2^40, got {strides_bytes}")
     swizzle = cdriver.SWIZZLE_128B if swizzle_128b else cdriver.SWIZZLE_NONE
-    with _lock:
+    with _lock, on_device(device_index):
         cdriver.encode_tiled(_scratch_addr, _dtype_enum(dtype), ptr, dims, strides_bytes, box, swizzle)
         blob = ctypes.string_at(_scratch_addr, 128)
     if len(_cache) >= _CACHE_LIMIT:
@@ -76,4 +78,4 @@ def bshd_map(t, box_rows: int, box_col_blocks: int | None = None) -> bytes:
     dims = [COLS, S, D // COLS, H, B]
     strides = [stride(S, ss), COLS * es, stride(H, sh), stride(B, sb)]
     box = [COLS, box_rows, box_col_blocks or D // COLS, 1, 1]
-    return encode(t.data_ptr(), t.dtype, dims, strides, box)
+    return encode(t.data_ptr(), t.dtype, dims, strides, box, t.device.index)
