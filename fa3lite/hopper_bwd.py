@@ -1,22 +1,28 @@
 """Host side of the Hopper backward kernels: variant choice, buffers, tensor maps, params, launches.
 
-    backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic) -> (dq, dk, dv)
+    backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic=False,
+             need_dq=True, need_dkv=True) -> (dq or None, dk or None, dv or None)
 
 Shapes (flash_attn layout): q, out, dout (B, Sq, Hq, D); k, v (B, Sk, Hk, D); any strides with the
 last dim contiguous (other layouts are copied); lse (B, Hq, Sq) f32, natural log (-inf for fully
-masked rows). Returns dq (B, Sq, Hq, D), dk/dv (B, Sk, Hk, D), contiguous, in q's dtype.
+masked rows). Returns dq (B, Sq, Hq, D), dk/dv (B, Sk, Hk, D), contiguous, in q's dtype; dq is None
+without need_dq, dk and dv None without need_dkv (at least one of the two must be asked for).
 
-Three launches on torch's current stream:
+Up to three launches on torch's current stream:
   1. preprocess (bwd_preprocess.cu): dpsum = rowsum(dO * O) and lse_log2, both (B, Hq, Sq padded to
-     whole query blocks) f32.
+     whole query blocks) f32. Always (both gradients need them).
   2. main kernel (bwd_kernel.cu): one CTA per (key block, query head, batch) -- 128 key rows, or 64
      for D = 256 -- writes dK/dV and adds dQ contributions into a zeroed f32 accumulator
      (B, Hq, m_blocks, 64 * D) in fragment order (cuda_src/attention/bwd_dq.cuh).
   3. postprocess (bwd_postprocess.cu): dq = softmax_scale * accumulator in (B, Sq, Hq, D).
+need_dq / need_dkv pick a compiled variant (BwdVariant) that computes only those gradients: without
+dq there is no accumulator, no turn counters, no postprocess and no dQ work in the main kernel;
+without dk/dv no dk/dv buffers (and no GQA f32 buffers or sum) and no dV/dK work in the kernel.
 With GQA/MQA the main kernel writes dK/dV per query head in f32 (B, Sk, Hq, D), summed here over the
 query heads of each K/V head (a fixed-order torch reduction, so deterministic too).
 deterministic=True orders the dQ additions by key block (a turn counter per query block), so
-repeated runs give bitwise-equal dq; dk/dv are always deterministic (each CTA owns its key rows).
+repeated runs give bitwise-equal dq (it has no effect without need_dq); dk/dv are always
+deterministic (each CTA owns its key rows).
 """
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ import math
 
 import torch
 
-from . import checks
+from . import checks, hopper
 from .hopper import DTYPE_NAMES, I32_MAX, LOG2E, MAX_GRID_X, debug_build
 from .runtime import launch, tma
 from .runtime.compile import KernelSpec
@@ -64,19 +70,26 @@ POST_PARAMS = ParamStruct("fa3lite::attn::bwd::PostParams", (
 
 @dataclasses.dataclass(frozen=True)
 class BwdVariant:
-    """One main backward kernel. dkv_f32: dK/dV per query head in f32 (GQA/MQA)."""
+    """One main backward kernel. dkv_f32: dK/dV per query head in f32 (GQA/MQA). need_dq / need_dkv:
+    the gradients it computes (bwd_config.cuh kNeedDq / kNeedDkv)."""
 
     head_dim: int
     dtype: str          # "bf16" | "fp16"
     causal: bool
     dkv_f32: bool = False
     debug: bool = False
+    need_dq: bool = True
+    need_dkv: bool = True
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
             raise ValueError(f"backward head_dim must be one of {HEAD_DIMS}, got {self.head_dim}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if not (self.need_dq or self.need_dkv):
+            raise ValueError("a backward variant must compute dq or dk/dv (need_dq or need_dkv)")
+        if self.dkv_f32 and not self.need_dkv:
+            raise ValueError("dkv_f32 (f32 dk/dv per query head) needs need_dkv")
 
     @property
     def wide(self) -> bool:
@@ -94,10 +107,11 @@ class BwdVariant:
         d, n = self.head_dim, self.block_n
         split_cols = d >= 128
         tiles = 2 * (n * d * 2) + 2 * STAGES * (BLOCK_M * d * 2)
-        ds_buffers = 2 if split_cols else 1
+        ds_via_smem = self.need_dq or self.wide       # narrow dK reads dS^T from registers
+        ds_buffers = (2 if split_cols else 1) if ds_via_smem else 0
         ds = ds_buffers * n * BLOCK_M * 2
-        p = ds if self.wide else 0
-        dq_regions = 0 if self.wide else (1 if split_cols else 2)
+        p = ds if self.wide and self.need_dkv else 0
+        dq_regions = 0 if self.wide or not self.need_dq else (1 if split_cols else 2)
         dq = dq_regions * BLOCK_M * d * 4
         barriers = 8 * (1 + 3 * STAGES)
         return tiles + ds + p + dq + barriers + 1024
@@ -113,6 +127,8 @@ class BwdVariant:
             defines=self._common() + (
                 ("FA3LITE_CAUSAL", "1" if self.causal else "0"),
                 ("FA3LITE_DKV_F32", "1" if self.dkv_f32 else "0"),
+                ("FA3LITE_NEED_DQ", "1" if self.need_dq else "0"),
+                ("FA3LITE_NEED_DKV", "1" if self.need_dkv else "0"),
                 ("FA3LITE_SMEM_BYTES", str(self.smem_bytes)),
             ) + BWD_PARAMS.layout_defines(),
             debug=self.debug,
@@ -127,14 +143,19 @@ class BwdVariant:
                           self._common() + POST_PARAMS.layout_defines())
 
 
+NEEDS = ((True, True), (True, False), (False, True))   # (need_dq, need_dkv) of the buildable variants
+
+
 def all_bwd_variants() -> list[BwdVariant]:
-    return [BwdVariant(d, t, c, f) for d in HEAD_DIMS for t in DTYPES for c in (False, True)
-            for f in (False, True)]
+    """Every main kernel variant backward() can build (the debug twins aside)."""
+    return [BwdVariant(d, t, c, f, need_dq=nq, need_dkv=nkv) for d in HEAD_DIMS for t in DTYPES
+            for c in (False, True) for nq, nkv in NEEDS for f in ((False, True) if nkv else (False,))]
 
 
-def main_kernel_spec(head_dim: int, dtype: str, causal: bool, dkv_f32: bool = False):
+def main_kernel_spec(head_dim: int, dtype: str, causal: bool, dkv_f32: bool = False, need_dq: bool = True,
+                     need_dkv: bool = True):
     """(KernelSpec, dynamic smem bytes, tile info) of the main backward kernel, for kernel_info."""
-    v = BwdVariant(head_dim, dtype, causal, dkv_f32)
+    v = BwdVariant(head_dim, dtype, causal, dkv_f32, need_dq=need_dq, need_dkv=need_dkv)
     return v.spec(), v.smem_bytes, {"block_m": BLOCK_M, "block_n": v.block_n, "stages": STAGES,
                                     "threads": THREADS}
 
@@ -154,21 +175,29 @@ def _written(shape, dtype, device) -> torch.Tensor:
     return torch.empty(shape, dtype=dtype, device=device)
 
 
-def _device_index(t: torch.Tensor) -> int:
-    return t.device.index if t.device.index is not None else torch.cuda.current_device()
+def _zeros(t: torch.Tensor) -> torch.Tensor:
+    return torch.zeros_like(t, memory_format=torch.contiguous_format)
+
+
+def _ptr(t) -> int:
+    """Device address of a buffer, 0 for one not allocated (a gradient that is not computed)."""
+    return t.data_ptr() if t is not None else 0
 
 
 def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal_offset: int,
-             deterministic: bool = False):
-    """Attention backward on the Hopper kernels. Returns (dq, dk, dv); see the module docstring."""
+             deterministic: bool = False, need_dq: bool = True, need_dkv: bool = True):
+    """Attention backward on the Hopper kernels. Returns (dq, dk, dv), None for a gradient not
+    needed; see the module docstring."""
+    need_dq, need_dkv = bool(need_dq), bool(need_dkv)
+    if not (need_dq or need_dkv):
+        raise ValueError("backward needs need_dq or need_dkv (nothing to compute otherwise)")
     B, Sq, Hq, D = q.shape
     Sk, Hk = k.shape[1], k.shape[2]
     dtype = q.dtype
-    dq = _written((B, Sq, Hq, D), dtype, q.device)
     if B == 0 or Hq == 0 or Sq == 0 or Sk == 0:
         # no query or no key: every gradient is zero (no score depends on any input)
-        return dq.zero_(), torch.zeros_like(k, memory_format=torch.contiguous_format), \
-            torch.zeros_like(v, memory_format=torch.contiguous_format)
+        return (_zeros(q) if need_dq else None, _zeros(k) if need_dkv else None,
+                _zeros(v) if need_dkv else None)
     if not softmax_scale > 0:
         raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")
     if dtype not in DTYPE_NAMES:
@@ -177,8 +206,11 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
         raise ValueError(f"num_heads_q ({Hq}) must be a multiple of num_heads_k ({Hk})")
     causal_offset = max(min(int(causal_offset), I32_MAX), -I32_MAX) if causal else 0
     gqa = Hq != Hk
-    variant = BwdVariant(D, DTYPE_NAMES[dtype], bool(causal), gqa, debug_build())
-    dev = _device_index(q)
+    deterministic = bool(deterministic) and need_dq    # it orders only the dQ additions
+    variant = BwdVariant(D, DTYPE_NAMES[dtype], bool(causal), gqa and need_dkv, debug_build(),
+                         need_dq=need_dq, need_dkv=need_dkv)
+    dev = hopper._device_index(q)
+    pre, main, post = _kernels(variant, dev)     # first: a runtime failure raises before any work
     stream = launch.stream_handle(dev)
     f32 = torch.float32
 
@@ -195,7 +227,6 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
     dpsum = _written((B, Hq, rows_pad), f32, q.device)
     rows_per_block = _AUX_THREADS // (D // 8)
     row_blocks = -(-rows_pad // rows_per_block)
-    pre, main, post = _kernels(variant, dev)
     launch.launch(pre, (row_blocks * Hq * B, 1, 1), _AUX_THREADS, PRE_PARAMS.pack(
         dout=dout.data_ptr(), out=out.data_ptr(), lse=lse.data_ptr(), lse_log2=lse_log2.data_ptr(),
         dpsum=dpsum.data_ptr(),
@@ -204,33 +235,38 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
         lse_stride_b=lse.stride(0), lse_stride_h=lse.stride(1), lse_stride_s=lse.stride(2),
         seqlen_q=Sq, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks), dev, stream)
 
-    # 2. main kernel
-    dq_accum = torch.zeros((B, Hq, m_blocks, BLOCK_M * D), dtype=f32, device=q.device)
-    dq_sem = torch.zeros((B, Hq, m_blocks), dtype=torch.int32, device=q.device) if deterministic else None
-    dkv_dtype = f32 if gqa else dtype
-    dk = _written((B, Sk, Hq, D), dkv_dtype, q.device)
-    dv = _written((B, Sk, Hq, D), dkv_dtype, q.device)
+    # 2. main kernel: only the buffers of the gradients asked for (0 for the others' pointers)
+    dq = dq_accum = dq_sem = dk = dv = None
+    if need_dq:
+        dq = _written((B, Sq, Hq, D), dtype, q.device)
+        dq_accum = torch.zeros((B, Hq, m_blocks, BLOCK_M * D), dtype=f32, device=q.device)
+        if deterministic:
+            dq_sem = torch.zeros((B, Hq, m_blocks), dtype=torch.int32, device=q.device)
+    if need_dkv:
+        dkv_dtype = f32 if gqa else dtype
+        dk = _written((B, Sk, Hq, D), dkv_dtype, q.device)
+        dv = _written((B, Sk, Hq, D), dkv_dtype, q.device)
     ctas = n_blocks * Hq * B
     if ctas > MAX_GRID_X:
         raise ValueError(f"too many key blocks for one launch: {ctas} > {MAX_GRID_X}")
     launch.launch(main, (ctas, 1, 1), THREADS, BWD_PARAMS.pack(
         q=tma.bshd_map(q, BLOCK_M), k=tma.bshd_map(k, variant.block_n), v=tma.bshd_map(v, variant.block_n),
         dout=tma.bshd_map(dout, BLOCK_M),
-        lse_log2=lse_log2.data_ptr(), dpsum=dpsum.data_ptr(), dq_accum=dq_accum.data_ptr(),
-        dq_sem=dq_sem.data_ptr() if dq_sem is not None else 0,
-        dk=dk.data_ptr(), dv=dv.data_ptr(),
+        lse_log2=lse_log2.data_ptr(), dpsum=dpsum.data_ptr(), dq_accum=_ptr(dq_accum), dq_sem=_ptr(dq_sem),
+        dk=_ptr(dk), dv=_ptr(dv),
         seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
         num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset,
-        deterministic=int(bool(deterministic)),
+        deterministic=int(deterministic),
         scale_log2=softmax_scale * LOG2E, softmax_scale=softmax_scale), dev, stream)
 
     # 3. postprocess
-    total = dq_accum.numel() // 4
-    launch.launch(post, (-(-total // _AUX_THREADS), 1, 1), _AUX_THREADS, POST_PARAMS.pack(
-        dq_accum=dq_accum.data_ptr(), dq=dq.data_ptr(), total=total, seqlen_q=Sq, num_heads=Hq,
-        num_m_blocks=m_blocks, scale=softmax_scale), dev, stream)
+    if need_dq:
+        total = dq_accum.numel() // 4
+        launch.launch(post, (-(-total // _AUX_THREADS), 1, 1), _AUX_THREADS, POST_PARAMS.pack(
+            dq_accum=dq_accum.data_ptr(), dq=dq.data_ptr(), total=total, seqlen_q=Sq, num_heads=Hq,
+            num_m_blocks=m_blocks, scale=softmax_scale), dev, stream)
 
-    if gqa:
+    if need_dkv and gqa:
         group = Hq // Hk
         dk = dk.view(B, Sk, Hk, group, D).sum(dim=3).to(dtype)
         dv = dv.view(B, Sk, Hk, group, D).sum(dim=3).to(dtype)

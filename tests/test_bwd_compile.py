@@ -2,6 +2,7 @@
 import dataclasses
 
 import pytest
+import torch
 
 from fa3lite import hopper_bwd
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
@@ -13,16 +14,28 @@ def _private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("FA3LITE_CACHE_DIR", str(tmp_path / "cache"))
 
 
+_NEEDS_ID = {(True, True): "dq+dkv", (True, False): "dq", (False, True): "dkv"}
+
+
 def _id(v):
-    return f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-{'f32dkv' if v.dkv_f32 else 'dkv'}"
+    return (f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-{_NEEDS_ID[v.need_dq, v.need_dkv]}"
+            f"{'-f32' if v.dkv_f32 else ''}")
+
+
+def test_all_variants_are_listed():
+    variants = hopper_bwd.all_bwd_variants()
+    assert len(variants) == len(set(variants)) == 3 * 2 * 2 * 5   # head dims, dtypes, causal, needs x f32
+    assert {(v.need_dq, v.need_dkv) for v in variants} == {(True, True), (True, False), (False, True)}
+    assert not any(v.dkv_f32 and not v.need_dkv for v in variants)
 
 
 @pytest.mark.parametrize("variant", hopper_bwd.all_bwd_variants(), ids=_id)
 def test_bwd_variant_resources_and_sass(variant):
-    if variant.dkv_f32:
-        info = spec_info(variant.spec(), variant.smem_bytes)
-    else:
+    if variant == hopper_bwd.BwdVariant(variant.head_dim, variant.dtype, variant.causal):
         info = kernel_info("bwd", head_dim=variant.head_dim, dtype=variant.dtype, causal=variant.causal)
+        assert info["smem_bytes"] == variant.smem_bytes
+    else:
+        info = spec_info(variant.spec(), variant.smem_bytes)
     sass = info["sass"]
     assert info["spill_bytes"] == 0, info["ptxas_log"]
     assert info["stack_bytes"] == 0, info["ptxas_log"]
@@ -30,18 +43,80 @@ def test_bwd_variant_resources_and_sass(variant):
     assert "LDL" not in sass and "STL" not in sass, "local memory in the SASS"
     assert sass.get("USETMAXREG", 0) == 2            # producer dec, consumer inc
     assert sass.get("UTMALDG", 0) >= 4               # K, V, Q, dO
-    if variant.wide:
+    need_dq, need_dkv, wide = variant.need_dq, variant.need_dkv, variant.wide
+    red_v4 = sass.get("REDG.E.ADD.F32x4.FTZ.RN.STRONG.GPU", 0)
+    if wide and need_dq:
         # dQ from registers: vector reductions (one per 4 accumulators, ordered and unordered paths)
-        assert sass.get("REDG.E.ADD.F32x4.FTZ.RN.STRONG.GPU", 0) >= 2 * (variant.head_dim // 2) // 8
-        assert "UBLKRED" not in sass
+        assert red_v4 >= 2 * (variant.head_dim // 2) // 8
     else:
+        assert red_v4 == 0
+    if not wide and need_dq:
         assert sass.get("UBLKRED", 0) >= 1           # dQ tile: one bulk reduce-add per query block
+    else:
+        assert "UBLKRED" not in sass
+    if not need_dq:
+        # no dQ accumulator or turn counter is touched (no reductions, no acquire loads)
+        assert not any(op.startswith(("RED", "UBLKRED")) or "STRONG" in op for op in sass), sorted(sass)
+    if not need_dkv:
+        # dK/dV are the only plain global stores (dQ goes through reductions)
+        assert not any(op.startswith("STG") for op in sass), sorted(sass)
     # S^T and dP^T (D/16 k-steps each), dV and dK (kBlockM/16 each), dQ (the keys one warpgroup sums)
     d, m, n = variant.head_dim, hopper_bwd.BLOCK_M, variant.block_n
     dq_steps = n // 16 if d >= 128 else n // 32
-    assert sass.get("HGMMA", 0) == 2 * (d // 16) + 2 * (m // 16) + dq_steps
-    assert sass.get("STSM", 0) == m // 16         # dS^T (wide: P^T and dS^T halves) to smem
-    assert sass.get("MUFU.EX2", 0) >= (m // 4 if variant.wide else m // 2)
+    hgmma = 2 * (d // 16) + (2 * (m // 16) if need_dkv else 0) + (dq_steps if need_dq else 0)
+    assert sass.get("HGMMA", 0) == hgmma
+    # stmatrix, one x4 per 16 query columns of a warpgroup's tile: dS^T goes to smem for dQ (and in
+    # the wide layout for dK: narrow dK reads it from registers), P^T only wide, for dV
+    wg_queries = m // 2 if wide else m
+    tiles = int(need_dq or wide) + int(wide and need_dkv)
+    assert sass.get("STSM", 0) == tiles * wg_queries // 16
+    assert sass.get("MUFU.EX2", 0) >= (m // 4 if wide else m // 2)
+
+
+@pytest.mark.parametrize("head_dim", hopper_bwd.HEAD_DIMS)
+def test_partial_variants_shrink_shared_memory(head_dim):
+    def smem(need_dq, need_dkv):
+        return hopper_bwd.BwdVariant(head_dim, "bf16", False, need_dq=need_dq, need_dkv=need_dkv).smem_bytes
+    full = smem(True, True)
+    if head_dim <= 128:
+        assert smem(False, True) < full   # no dS^T tiles, no dQ tile(s)
+        assert smem(True, False) == full  # dQ needs all of them; dK/dV had none of their own
+    else:
+        assert smem(True, False) < full   # no P^T tiles
+        assert smem(False, True) == full  # dK needs sdS like dQ
+
+
+def test_need_flags_are_checked():
+    with pytest.raises(ValueError, match="need_dq or need_dkv"):
+        hopper_bwd.BwdVariant(128, "bf16", False, need_dq=False, need_dkv=False)
+    with pytest.raises(ValueError, match="dkv_f32"):
+        hopper_bwd.BwdVariant(128, "bf16", False, dkv_f32=True, need_dkv=False)
+    t = torch.zeros(1, 4, 1, 64)
+    with pytest.raises(ValueError, match="need_dq or need_dkv"):
+        hopper_bwd.backward(t, t, t, t, t, torch.zeros(1, 1, 4), 0.1, False, 0, need_dq=False, need_dkv=False)
+
+
+@pytest.mark.parametrize("needs", list(_NEEDS_ID), ids=list(_NEEDS_ID.values()))
+def test_empty_problem_returns_only_the_needed_gradients(needs):
+    need_dq, need_dkv = needs
+    q, k = torch.randn(2, 0, 4, 64), torch.randn(2, 5, 2, 64)
+    dq, dk, dv = hopper_bwd.backward(q, q, k, k, q, torch.zeros(2, 4, 0), 0.1, True, 0,
+                                     need_dq=need_dq, need_dkv=need_dkv)
+    assert (dq is not None) == need_dq and (dk is not None) == (dv is not None) == need_dkv
+    for g, t in ((dq, q), (dk, k), (dv, k)):
+        if g is not None:
+            assert g.shape == t.shape and not g.any()
+
+
+def test_need_flags_are_compile_time_defines():
+    spec = hopper_bwd.BwdVariant(64, "bf16", False).spec()
+    neither = KernelSpec(spec.source, spec.name, tuple(
+        (k, "0" if k in ("FA3LITE_NEED_DQ", "FA3LITE_NEED_DKV") else v) for k, v in spec.defines))
+    with pytest.raises(CompileError, match="dQ, dK/dV or both"):
+        compile_spec(neither)
+    missing = KernelSpec(spec.source, spec.name, tuple((k, v) for k, v in spec.defines if k != "FA3LITE_NEED_DQ"))
+    with pytest.raises(CompileError):
+        compile_spec(missing)
 
 
 @pytest.mark.parametrize("head_dim", hopper_bwd.HEAD_DIMS)
@@ -53,8 +128,11 @@ def test_aux_kernels_compile_without_spills(head_dim):
         assert "LDL" not in opcode_counts(sass_text(c.cubin))
 
 
-def test_debug_build_compiles():
-    c = compile_spec(dataclasses.replace(hopper_bwd.BwdVariant(128, "bf16", True), debug=True).spec())
+@pytest.mark.parametrize("needs", list(_NEEDS_ID), ids=list(_NEEDS_ID.values()))
+@pytest.mark.parametrize("head_dim", [128, 256])
+def test_debug_build_compiles(head_dim, needs):
+    v = hopper_bwd.BwdVariant(head_dim, "bf16", True, need_dq=needs[0], need_dkv=needs[1])
+    c = compile_spec(dataclasses.replace(v, debug=True).spec())
     assert len(c.cubin) > 0
 
 

@@ -149,3 +149,64 @@ def test_deterministic_bitwise(head_dim, causal):
         again = hopper_bwd.backward(do, q, k, v, out, lse, head_dim ** -0.5, causal, 100, True)
         for a, b in zip(first, again):
             assert torch.equal(a, b), "deterministic backward differs between runs"
+
+
+# ------------------------------------------------ only the gradients asked for (need_dq / need_dkv)
+
+NEEDS = [(True, False), (False, True)]
+
+
+def _partial_and_full(q, k, v, do, causal, need_dq, need_dkv, deterministic):
+    """(ref, pt, partial grads, full grads) of one problem; out/lse from the float32 reference."""
+    scale, offset = q.shape[-1] ** -0.5, k.shape[1] - q.shape[1]
+    ref = math_attention_grads(q, k, v, do, scale, causal, offset, torch.float32)
+    pt = math_attention_grads(q, k, v, do, scale, causal, offset, q.dtype)
+    out, lse = ref[0].to(q.dtype), ref[1]
+    part = hopper_bwd.backward(do, q, k, v, out, lse, scale, causal, offset, deterministic,
+                               need_dq=need_dq, need_dkv=need_dkv)
+    full = hopper_bwd.backward(do, q, k, v, out, lse, scale, causal, offset, deterministic)
+    return ref, pt, part, full
+
+
+@pytest.mark.parametrize("needs", NEEDS, ids=["dq_only", "dkv_only"])
+@pytest.mark.parametrize("heads", [(4, 4), (8, 2)], ids=["mha", "gqa"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", hopper_bwd.HEAD_DIMS)
+def test_partial_gradients(head_dim, causal, heads, needs):
+    """Odd shapes (no tile multiples). The grads asked for pass FA3's rule, the others are None; dk/dv
+    are bitwise those of the full backward (same operations in the same order), dq only within the
+    rule (its additions are unordered without deterministic=True)."""
+    need_dq, need_dkv = needs
+    torch.manual_seed(7)
+    q, k, v, do = make_inputs(2, 200, 333, *heads, head_dim, torch.bfloat16)
+    ref, pt, part, full = _partial_and_full(q, k, v, do, causal, need_dq, need_dkv, False)
+    wanted = (need_dq, need_dkv, need_dkv)
+    results = {}
+    for name, want, g, f, t, r, p in zip(("dq", "dk", "dv"), wanted, part, full, (q, k, v), ref[2:], pt[2:]):
+        if not want:
+            assert g is None, f"{name} was not asked for"
+            continue
+        assert g.shape == t.shape and g.dtype == q.dtype and g.is_contiguous()
+        results[name] = rule_error(g, r, p)
+        if name != "dq":
+            assert torch.equal(g, f), f"{name} differs from the full backward's"
+    assert_case(results)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", hopper_bwd.HEAD_DIMS)
+def test_dq_only_deterministic(head_dim, causal):
+    """deterministic=True: the dq-only kernel adds the same dQ tiles in the same key-block order as the
+    full one, so dq is bitwise equal to the full backward's and between runs."""
+    torch.manual_seed(8)
+    q, k, v, do = make_inputs(2, 1000, 1100, 4, 2, head_dim, torch.bfloat16)
+    ref, pt, part, full = _partial_and_full(q, k, v, do, causal, True, False, True)
+    dq, dk, dv = part
+    assert dk is None and dv is None
+    assert_case({"dq": rule_error(dq, ref[2], pt[2])})
+    assert torch.equal(dq, full[0]), "deterministic dq-only backward differs from the full backward's dq"
+    scale, offset = head_dim ** -0.5, 1100 - 1000
+    for _ in range(9):
+        again = hopper_bwd.backward(do, q, k, v, ref[0].to(q.dtype), ref[1], scale, causal, offset, True,
+                                    need_dq=True, need_dkv=False)
+        assert torch.equal(again[0], dq), "deterministic dq-only backward differs between runs"

@@ -2,7 +2,7 @@
 // passes the macros; every other bwd_* file reads the constants below, never the macros.
 //
 // One CTA owns kBlockN key rows of one (query head, batch) and walks the query blocks that can see
-// them, kBlockM query rows at a time. Warpgroup 0 is the producer (TMA loads; warp 1 writes dQ);
+// them, kBlockM query rows at a time. Warpgroup 0 is the producer (TMA loads; warp 1 writes dQ, narrow);
 // consumer warpgroups 1 and 2 keep dK/dV in registers for the whole CTA and recompute S^T and dP^T
 // per query block. Two layouts of the consumer work:
 //   D <= 128 ("narrow", bwd_consumer.cuh): each consumer warpgroup owns 64 of the 128 key rows with
@@ -30,6 +30,11 @@ constexpr int kHeadDim = FA3LITE_HEAD_DIM;
 constexpr bool kIsCausal = FA3LITE_CAUSAL != 0;
 // GQA/MQA: dK/dV are written per query head in f32 and summed over the head group by the host.
 constexpr bool kDkvF32 = FA3LITE_DKV_F32 != 0;
+// The gradients this variant computes. Without dQ: no dS^T -> dQ path (its smem, barriers, wgmma and
+// the writer warp); without dK/dV: no dV/dK wgmmas, no dK/dV registers or stores, P^T only as far as
+// dS^T needs it. Every step that stays is the same code as in the full kernel.
+constexpr bool kNeedDq = FA3LITE_NEED_DQ != 0;
+constexpr bool kNeedDkv = FA3LITE_NEED_DKV != 0;
 constexpr bool kWide = kHeadDim > 128;
 
 constexpr int kBlockM = 64;                 // query rows per step: the N of S^T = K Q^T, the K of dV += P^T dO
@@ -68,17 +73,23 @@ constexpr int kDqBlockFloats = kBlockM * kHeadDim;                // one query b
 // Narrow: dQ tiles go through shared memory and one bulk reduce (writer warp). Wide: no room for a
 // 64 KB f32 tile next to two Q/dO stages, so each thread adds its registers with vector reductions.
 constexpr bool kDqViaSmem = !kWide;
-constexpr int kDqRegions = !kDqViaSmem ? 0 : (kDqSplitCols ? 1 : kConsumerWarpgroups);
+constexpr int kDqRegions = !(kNeedDq && kDqViaSmem) ? 0 : (kDqSplitCols ? 1 : kConsumerWarpgroups);
 constexpr int kDqRegionBytes = kDqBlockFloats * 4;
 constexpr int kDsTileBytes = kBlockN * kBlockM * kElemBytes;      // dS^T (and wide: P^T), [key row][query]
-constexpr int kDsBuffers = kDqSplitCols ? 2 : 1;                  // see the consumers
-constexpr int kPBuffers = kWide ? kDsBuffers : 0;
+// dS^T goes through smem for dQ, and in the wide layout also as the A operand of dK (narrow: dK reads
+// dS^T from registers). P^T goes through smem only in the wide layout, for dV.
+constexpr bool kDsViaSmem = kNeedDq || kWide;
+constexpr int kDsBuffers = !kDsViaSmem ? 0 : (kDqSplitCols ? 2 : 1);   // see the consumers
+constexpr int kPBuffers = (kWide && kNeedDkv) ? kDsBuffers : 0;
 
 static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "backward head dims: 64, 128, 256");
+static_assert(kNeedDq || kNeedDkv, "a backward variant computes dQ, dK/dV or both");
+static_assert(kNeedDkv || !kDkvF32, "f32 dK/dV only in a variant that computes dK/dV");
 static_assert(kBlockM == kSwizzleCols, "dS^T rows are one 128-byte swizzle row wide");
 static_assert(kDqN % kSwizzleCols == 0, "dQ column tiles start on swizzle-atom boundaries");
 static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * kConsumerThreads <= 65536, "register file");
 
+// kDsFull is used whenever dS^T goes through smem (kDsViaSmem), every other barrier only with kNeedDq.
 enum class NamedBarrier : unsigned {
   kDsFull = 1,     // both consumer warpgroups wrote their dS^T (and P^T) parts
   kDqFull = 2,     // consumers wrote the dQ tile to smem; the writer warp may reduce it into global

@@ -20,6 +20,12 @@
 // so the tile is double-buffered: block m + 2 rewrites buffer m % 2 only after both warpgroups passed
 // the kDsFull barrier of block m + 1, which each reaches after its dQ wgmma of block m completed.
 // With the row-split dQ (D = 64) a warpgroup reads only its own rows and one buffer suffices.
+//
+// Variants (bwd_config.cuh): without dK/dV the dV/dK wgmmas, P^T's A fragments and the dK/dV
+// registers go, and the stage is released as soon as dP^T is done (dQ reads neither Q nor dO);
+// without dQ the dS^T stmatrix, its barriers, the dQ wgmma and the hand-off to the writer warp go
+// (the writer warp does not run, so kDqEmpty/kDqFull have no participant left). Either way each
+// consumer warp arrives on empty(s) exactly once per query block.
 #pragma once
 #include "../ptx/math.cuh"
 #include "../ptx/mbarrier.cuh"
@@ -39,7 +45,7 @@ namespace fa3lite { namespace attn { namespace bwd {
 
 __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int wg,
                                              int tid) {
-  float dv[kWgCols / 2];
+  float dv[kWgCols / 2];   // dK/dV accumulators; never touched (so never allocated) without kNeedDkv
   float dk[kWgCols / 2];
 #pragma unroll
   for (int i = 0; i < kWgCols / 2; ++i) {
@@ -88,69 +94,76 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     load_row_stats<kBlockM>(p.dpsum + stat, tid, dps);
     wgmma::wait_group<0>();
     fence_regs(dpt);
+    if constexpr (!kNeedDkv) {
+      // Q and dO of this stage are no longer read: the dQ wgmma reads dS^T and K only.
+      if (tid % 32 == 0) mbar::arrive(sm.empty(s));
+    }
     dscores_transposed<kBlockM>(st, dpt, dps);
-    u32 pa[kBlockM / 16][4];
     u32 dsa[kBlockM / 16][4];
-    pack_fragments<kBlockM>(st, pa);
     pack_fragments<kBlockM>(dpt, dsa);
 
-    wgmma::fence();
+    if constexpr (kNeedDkv) {
+      u32 pa[kBlockM / 16][4];
+      pack_fragments<kBlockM>(st, pa);
+      wgmma::fence();
 #pragma unroll
-    for (int kk = 0; kk < kBlockM / 16; ++kk) {
-      wgmma::mma<kWgCols, Element>::template rs<1>(dv, pa[kk], mnmajor_desc(sm.dout(s), kBlockM, kk), 1);
-    }
+      for (int kk = 0; kk < kBlockM / 16; ++kk) {
+        wgmma::mma<kWgCols, Element>::template rs<1>(dv, pa[kk], mnmajor_desc(sm.dout(s), kBlockM, kk), 1);
+      }
 #pragma unroll
-    for (int kk = 0; kk < kBlockM / 16; ++kk) {
-      wgmma::mma<kWgCols, Element>::template rs<1>(dk, dsa[kk], mnmajor_desc(sm.q(s), kBlockM, kk), 1);
-    }
-    wgmma::commit_group();
-
-    // dS^T to shared memory (overlaps the dV/dK wgmmas, which only read these registers).
-    const u32 ds_tile = sm.ds(ds_buf);
-#pragma unroll
-    for (int j = 0; j < kBlockM / 16; ++j) {
-      smem::stmatrix_x4(ds_tile + stmatrix_offset(wg * kWgKeys, 0, tid, j), dsa[j][0], dsa[j][1], dsa[j][2],
-                        dsa[j][3]);
-    }
-    fence::proxy_async_smem();
-    if (kDqSplitCols) {
-      named_barrier::sync(static_cast<u32>(NamedBarrier::kDsFull), kConsumerThreads);
-    } else if (wg == 0) {
-      named_barrier::sync(static_cast<u32>(NamedBarrier::kDsWg0), kWarpgroupThreads);
-    } else {
-      named_barrier::sync(static_cast<u32>(NamedBarrier::kDsWg1), kWarpgroupThreads);
+      for (int kk = 0; kk < kBlockM / 16; ++kk) {
+        wgmma::mma<kWgCols, Element>::template rs<1>(dk, dsa[kk], mnmajor_desc(sm.q(s), kBlockM, kk), 1);
+      }
+      wgmma::commit_group();
     }
 
-    // dQ tile: columns [64 wg, 64 wg + 64) over all keys, or all columns over this warpgroup's keys.
     float dq[kDqN / 2];
-    const int dq_row0 = kDqSplitCols ? 0 : wg * kWgKeys;
-    const u32 ds_a = ds_tile + dq_row0 * kRowBytes;
-    const u32 k_b = sm.k() + (kDqSplitCols ? wg * (kDqN / kSwizzleCols) * kBlockN * kRowBytes : 0) +
-                    dq_row0 * kRowBytes;
-    wgmma::fence();
+    if constexpr (kNeedDq) {
+      // dS^T to shared memory (overlaps the dV/dK wgmmas, which only read these registers).
+      const u32 ds_tile = sm.ds(ds_buf);
+      stmatrix_fragments<kBlockM>(ds_tile, wg * kWgKeys, 0, tid, dsa);
+      fence::proxy_async_smem();
+      if (kDqSplitCols) {
+        named_barrier::sync(static_cast<u32>(NamedBarrier::kDsFull), kConsumerThreads);
+      } else if (wg == 0) {
+        named_barrier::sync(static_cast<u32>(NamedBarrier::kDsWg0), kWarpgroupThreads);
+      } else {
+        named_barrier::sync(static_cast<u32>(NamedBarrier::kDsWg1), kWarpgroupThreads);
+      }
+
+      // dQ tile: columns [64 wg, 64 wg + 64) over all keys, or all columns over this warpgroup's keys.
+      const int dq_row0 = kDqSplitCols ? 0 : wg * kWgKeys;
+      const u32 ds_a = ds_tile + dq_row0 * kRowBytes;
+      const u32 k_b = sm.k() + (kDqSplitCols ? wg * (kDqN / kSwizzleCols) * kBlockN * kRowBytes : 0) +
+                      dq_row0 * kRowBytes;
+      wgmma::fence();
 #pragma unroll
-    for (int kk = 0; kk < kDqWgmmaK / 16; ++kk) {
-      wgmma::mma<kDqN, Element>::template ss<1, 1>(dq, mnmajor_desc(ds_a, kBlockN, kk),
-                                                   mnmajor_desc(k_b, kBlockN, kk), kk > 0);
+      for (int kk = 0; kk < kDqWgmmaK / 16; ++kk) {
+        wgmma::mma<kDqN, Element>::template ss<1, 1>(dq, mnmajor_desc(ds_a, kBlockN, kk),
+                                                     mnmajor_desc(k_b, kBlockN, kk), kk > 0);
+      }
+      wgmma::commit_group();
     }
-    wgmma::commit_group();
     wgmma::wait_group<0>();
-    fence_regs(dq);
-    fence_regs(dv);
-    fence_regs(dk);
+    if constexpr (kNeedDq) fence_regs(dq);
+    if constexpr (kNeedDkv) {
+      fence_regs(dv);
+      fence_regs(dk);
+      // Q and dO of this stage are no longer read (the dV/dK wgmmas that read them completed).
+      if (tid % 32 == 0) mbar::arrive(sm.empty(s));
+    }
 
-    // Q and dO of this stage are no longer read (the wgmmas that read them completed).
-    if (tid % 32 == 0) mbar::arrive(sm.empty(s));
-
-    if (m > t.m_begin) named_barrier::sync(static_cast<u32>(NamedBarrier::kDqEmpty), kDqSyncThreads);
-    store_dq_tile(sm, kDqSplitCols ? 0 : wg, kDqSplitCols ? wg : 0, tid, dq);
-    fence::proxy_async_smem();
-    named_barrier::arrive(static_cast<u32>(NamedBarrier::kDqFull), kDqSyncThreads);
-
-    if (kDsBuffers == 2) ds_buf ^= 1;
+    if constexpr (kNeedDq) {
+      // dQ tile to smem for the writer warp (bwd_dq.cuh).
+      if (m > t.m_begin) named_barrier::sync(static_cast<u32>(NamedBarrier::kDqEmpty), kDqSyncThreads);
+      store_dq_tile(sm, kDqSplitCols ? 0 : wg, kDqSplitCols ? wg : 0, tid, dq);
+      fence::proxy_async_smem();
+      named_barrier::arrive(static_cast<u32>(NamedBarrier::kDqFull), kDqSyncThreads);
+      if (kDsBuffers == 2) ds_buf ^= 1;
+    }
     pos.advance();
   }
-  bwd_store_dkv(p, t, key0, 0, tid, dk, dv);
+  if constexpr (kNeedDkv) bwd_store_dkv(p, t, key0, 0, tid, dk, dv);
 }
 
 }}}  // namespace fa3lite::attn::bwd

@@ -14,6 +14,11 @@
 // after both warpgroups passed kDsFull of block m + 1, which each reaches after its wgmmas of block
 // m completed. Deterministic mode: thread 0 of each warpgroup waits for the key block's turn, the
 // warpgroup adds, every thread fences, and after kDqAdded one thread passes the turn on.
+//
+// Variants (bwd_config.cuh): without dK/dV there is no sP (no P^T stores, no dV/dK wgmmas, no dK/dV
+// registers), and the stage is released as soon as dP^T is done (dQ reads sdS and K only); without
+// dQ the dQ wgmma and the reductions (with their turn barriers) go, while sdS and kDsFull stay for
+// dK. Either way each consumer warp arrives on empty(s) exactly once per query block.
 #pragma once
 #include "../ptx/gmem.cuh"
 #include "../ptx/mbarrier.cuh"
@@ -39,9 +44,32 @@ __device__ __forceinline__ void add_dq_tile(float* dst, int wg, int tid, const f
   }
 }
 
+// This warpgroup's dQ tile of query block m into the global f32 accumulator; in deterministic mode
+// in key-block order (turn counter of the query block).
+__device__ __forceinline__ void add_dq(const BwdParams& p, const BwdTile& t, int m, int wg, int tid,
+                                       const float (&dq)[kDqN / 2]) {
+  const i64 block = (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.num_m_blocks + m;
+  float* const dst = p.dq_accum + block * kDqBlockFloats;
+  if (p.deterministic) {
+    i32* const sem = p.dq_sem + block;
+    if (tid == 0) wait_turn(sem, t.n_block);
+    if (wg == 0) {
+      named_barrier::sync(static_cast<u32>(NamedBarrier::kDqTurnWg0), kWarpgroupThreads);
+    } else {
+      named_barrier::sync(static_cast<u32>(NamedBarrier::kDqTurnWg1), kWarpgroupThreads);
+    }
+    add_dq_tile(dst, wg, tid, dq);
+    __threadfence();
+    named_barrier::sync(static_cast<u32>(NamedBarrier::kDqAdded), kConsumerThreads);
+    if (wg == 0 && tid == 0) gmem::red_release_add(sem, 1);
+  } else {
+    add_dq_tile(dst, wg, tid, dq);
+  }
+}
+
 __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int wg,
                                                   int tid) {
-  float dv[kWgCols / 2];
+  float dv[kWgCols / 2];   // dK/dV accumulators; never touched (so never allocated) without kNeedDkv
   float dk[kWgCols / 2];
 #pragma unroll
   for (int i = 0; i < kWgCols / 2; ++i) {
@@ -54,8 +82,6 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
   const u32 col_blk = wg * (kWgCols / kSwizzleCols);                  // its first 64-column block
   const i64 head_row = static_cast<i64>(t.batch) * p.num_heads_q + t.head;
   const i64 stat_row0 = head_row * p.num_m_blocks * kBlockM + q_col0;
-  float* const accum = p.dq_accum + head_row * p.num_m_blocks * kDqBlockFloats;
-  i32* const sem = p.dq_sem + head_row * p.num_m_blocks;
 
   if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
   RingPos<kStages> pos;
@@ -94,69 +120,62 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
     load_row_stats<kWgQueries>(p.dpsum + stat, tid, dps);
     wgmma::wait_group<0>();
     fence_regs(dpt);
+    if constexpr (!kNeedDkv) {
+      // Q and dO of this stage are no longer read: the dQ wgmma reads sdS and K only.
+      if (tid % 32 == 0) mbar::arrive(sm.empty(s));
+    }
     dscores_transposed<kWgQueries>(st, dpt, dps);
-    u32 pf[kWgQueries / 16][4];
     u32 dsf[kWgQueries / 16][4];
-    pack_fragments<kWgQueries>(st, pf);
     pack_fragments<kWgQueries>(dpt, dsf);
-#pragma unroll
-    for (int j = 0; j < kWgQueries / 16; ++j) {
-      const u32 off = stmatrix_offset(0, q_col0, tid, j);
-      smem::stmatrix_x4(sm.p(buf) + off, pf[j][0], pf[j][1], pf[j][2], pf[j][3]);
-      smem::stmatrix_x4(sm.ds(buf) + off, dsf[j][0], dsf[j][1], dsf[j][2], dsf[j][3]);
+    stmatrix_fragments<kWgQueries>(sm.ds(buf), 0, q_col0, tid, dsf);
+    if constexpr (kNeedDkv) {
+      u32 pf[kWgQueries / 16][4];
+      pack_fragments<kWgQueries>(st, pf);
+      stmatrix_fragments<kWgQueries>(sm.p(buf), 0, q_col0, tid, pf);
     }
     fence::proxy_async_smem();
     named_barrier::sync(static_cast<u32>(NamedBarrier::kDsFull), kConsumerThreads);
 
     float dq[kDqN / 2];
-    const u32 dout_cols = sm.dout(s) + col_blk * kBlockM * kRowBytes;
-    const u32 q_cols = sm.q(s) + col_blk * kBlockM * kRowBytes;
-    const u32 k_cols = sm.k() + col_blk * kBlockN * kRowBytes;
     wgmma::fence();
+    if constexpr (kNeedDkv) {
+      const u32 dout_cols = sm.dout(s) + col_blk * kBlockM * kRowBytes;
+      const u32 q_cols = sm.q(s) + col_blk * kBlockM * kRowBytes;
 #pragma unroll
-    for (int kk = 0; kk < kBlockM / 16; ++kk) {
-      wgmma::mma<kWgCols, Element>::template ss<0, 1>(dv, kmajor_desc(sm.p(buf), kBlockN, kk),
-                                                      mnmajor_desc(dout_cols, kBlockM, kk), 1);
+      for (int kk = 0; kk < kBlockM / 16; ++kk) {
+        wgmma::mma<kWgCols, Element>::template ss<0, 1>(dv, kmajor_desc(sm.p(buf), kBlockN, kk),
+                                                        mnmajor_desc(dout_cols, kBlockM, kk), 1);
+      }
+#pragma unroll
+      for (int kk = 0; kk < kBlockM / 16; ++kk) {
+        wgmma::mma<kWgCols, Element>::template ss<0, 1>(dk, kmajor_desc(sm.ds(buf), kBlockN, kk),
+                                                        mnmajor_desc(q_cols, kBlockM, kk), 1);
+      }
     }
+    if constexpr (kNeedDq) {
+      const u32 k_cols = sm.k() + col_blk * kBlockN * kRowBytes;
 #pragma unroll
-    for (int kk = 0; kk < kBlockM / 16; ++kk) {
-      wgmma::mma<kWgCols, Element>::template ss<0, 1>(dk, kmajor_desc(sm.ds(buf), kBlockN, kk),
-                                                      mnmajor_desc(q_cols, kBlockM, kk), 1);
-    }
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      wgmma::mma<kDqN, Element>::template ss<1, 1>(dq, mnmajor_desc(sm.ds(buf), kBlockN, kk),
-                                                   mnmajor_desc(k_cols, kBlockN, kk), kk > 0);
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        wgmma::mma<kDqN, Element>::template ss<1, 1>(dq, mnmajor_desc(sm.ds(buf), kBlockN, kk),
+                                                     mnmajor_desc(k_cols, kBlockN, kk), kk > 0);
+      }
     }
     wgmma::commit_group();
     wgmma::wait_group<0>();
-    fence_regs(dq);
-    fence_regs(dv);
-    fence_regs(dk);
-
-    // Q and dO of this stage are no longer read.
-    if (tid % 32 == 0) mbar::arrive(sm.empty(s));
-
-    float* const dst = accum + static_cast<i64>(m) * kDqBlockFloats;
-    if (p.deterministic) {
-      if (tid == 0) wait_turn(sem + m, t.n_block);
-      if (wg == 0) {
-        named_barrier::sync(static_cast<u32>(NamedBarrier::kDqTurnWg0), kWarpgroupThreads);
-      } else {
-        named_barrier::sync(static_cast<u32>(NamedBarrier::kDqTurnWg1), kWarpgroupThreads);
-      }
-      add_dq_tile(dst, wg, tid, dq);
-      __threadfence();
-      named_barrier::sync(static_cast<u32>(NamedBarrier::kDqAdded), kConsumerThreads);
-      if (wg == 0 && tid == 0) gmem::red_release_add(sem + m, 1);
-    } else {
-      add_dq_tile(dst, wg, tid, dq);
+    if constexpr (kNeedDq) fence_regs(dq);
+    if constexpr (kNeedDkv) {
+      fence_regs(dv);
+      fence_regs(dk);
+      // Q and dO of this stage are no longer read (the dV/dK wgmmas that read them completed).
+      if (tid % 32 == 0) mbar::arrive(sm.empty(s));
     }
+
+    if constexpr (kNeedDq) add_dq(p, t, m, wg, tid, dq);
 
     buf ^= 1;
     pos.advance();
   }
-  bwd_store_dkv(p, t, key0, wg * kWgCols, tid, dk, dv);
+  if constexpr (kNeedDkv) bwd_store_dkv(p, t, key0, wg * kWgCols, tid, dk, dv);
 }
 
 }}}  // namespace fa3lite::attn::bwd

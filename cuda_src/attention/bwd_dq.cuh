@@ -1,7 +1,8 @@
 // dQ accumulation into the global f32 accumulator. Narrow layout (D <= 128): consumers put their f32
 // dQ tile in shared memory and the writer warp (producer warpgroup, warp 1) adds it with one bulk
 // reduce per query block. Wide layout (D = 256): each consumer thread adds its own registers with
-// vector reductions in the same order (bwd_consumer_wide.cuh).
+// vector reductions in the same order (bwd_consumer_wide.cuh). None of this runs in a variant
+// without dQ (kNeedDq false): no writer warp, no dQ smem, no reads of dq_accum/dq_sem.
 //
 // Fragment order. The global accumulator holds, per (batch, head, query block), kBlockM x D floats
 // laid out exactly as the consumers' registers are: float4 number

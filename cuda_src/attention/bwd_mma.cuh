@@ -1,6 +1,7 @@
 // Shared pieces of both backward consumers: wgmma descriptors of [D/64][rows][64] swizzled tiles,
-// register fences, the mask test and the dS^T/P^T stmatrix address.
+// register fences, the mask test and the dS^T/P^T stmatrix stores.
 #pragma once
+#include "../ptx/smem.cuh"
 #include "../ptx/sync.cuh"
 #include "../ptx/wgmma.cuh"
 #include "bwd_config.cuh"
@@ -42,6 +43,16 @@ __device__ __forceinline__ u32 stmatrix_offset(int row0, int col0, int tid, int 
   const int lane = tid % 32;
   u32 byte = (row0 + 16 * (tid / 32) + lane % 16) * kRowBytes + (col0 + 16 * j + 8 * (lane / 16)) * kElemBytes;
   return byte ^ (((byte >> 7) & 7u) << 4);
+}
+
+// One warpgroup's packed N-column accumulator (pack_fragments) into a swizzled [key row][query] tile:
+// rows from row0, columns from col0, one stmatrix x4 per 16 columns.
+template <int N>
+__device__ __forceinline__ void stmatrix_fragments(u32 tile, int row0, int col0, int tid, const u32 (&f)[N / 16][4]) {
+#pragma unroll
+  for (int j = 0; j < N / 16; ++j) {
+    smem::stmatrix_x4(tile + stmatrix_offset(row0, col0, tid, j), f[j][0], f[j][1], f[j][2], f[j][3]);
+  }
 }
 
 }}}  // namespace fa3lite::attn::bwd

@@ -2,11 +2,13 @@
 // swizzle atom), so TMA's swizzle and the wgmma descriptors agree with base offset 0.
 //   sK, sV            kBlockN x D, loaded once
 //   sQ[s], sdO[s]     kBlockM x D, the ring of query blocks
-//   sdS[b]            dS^T, kBlockN key rows x kBlockM query columns (written with stmatrix)
-//   sP[b]             wide only: P^T, like dS^T
-//   sdQ               narrow only: the f32 dQ tile(s) in fragment order, read by the bulk reduce
+//   sdS[b]            dS^T, kBlockN key rows x kBlockM query columns (written with stmatrix);
+//                     kDsBuffers of them: none in a narrow variant without dQ
+//   sP[b]             wide with dK/dV only: P^T, like dS^T
+//   sdQ               narrow with dQ only: the f32 dQ tile(s) in fragment order, read by the bulk reduce
 //   mbarriers         kv_full, q_full[s], do_full[s], empty[s]
 // Tiles are [D/64 column block][row][64 columns], 128 bytes per row, 16-byte chunks XOR row % 8.
+// A region a variant does not use has size 0 (the host mirror is BwdVariant.smem_bytes).
 #pragma once
 #include "bwd_config.cuh"
 
