@@ -7,7 +7,7 @@ Two kinds of findings, kept apart on purpose:
   whatever the backend.
 * kernel reasons (``kernel_reasons``): limits of the Hopper kernels only (device, dtype, head dim,
   strides, alignment). With ``backend="auto"`` they select the torch fallback (``FallbackWarning``,
-  once per reason set); with ``backend="fa3lite"`` they raise ``InputError``.
+  once per kind of reason); with ``backend="fa3lite"`` they raise ``InputError``.
 
 Every message names the argument, what was expected and what came.
 Tensor layout (flash_attn): q (B, Sq, Hq, D), k/v (B, Sk, Hk, D).
@@ -31,6 +31,9 @@ KERNEL_CAPABILITY = (9, 0)
 # TMA descriptors: 16-byte aligned global address, strides positive multiples of 16 bytes < 2^40.
 TMA_ALIGN_BYTES = 16
 TMA_MAX_STRIDE_BYTES = 1 << 40
+# The kernels take softmax_scale * log2(e) as a float32: larger magnitudes cannot be represented.
+LOG2E = 1.4426950408889634
+MAX_SCALE = torch.finfo(torch.float32).max / LOG2E
 
 _DIM_NAMES = ("batch", "seqlen", "nheads", "head dim")
 
@@ -76,13 +79,17 @@ def flag_problems(**flags) -> list[str]:
 
 
 def scale_problems(name: str, scale) -> list[str]:
-    """``scale`` must be None or a finite real number (bools and tensors are refused)."""
+    """``scale`` must be None or a finite real number of magnitude at most MAX_SCALE (bools and
+    tensors are refused)."""
     if scale is None:
         return []
     if isinstance(scale, bool) or not isinstance(scale, (int, float, torch.SymInt, torch.SymFloat)):
         return [f"{name}: expected None or a finite real number, got {scale!r} ({_type_name(scale)})"]
     if isinstance(scale, (int, float)) and not math.isfinite(scale):
         return [f"{name}: expected None or a finite real number, got {scale!r}"]
+    if isinstance(scale, (int, float)) and abs(scale) > MAX_SCALE:
+        return [f"{name}: expected a magnitude of at most {MAX_SCALE:.4g} (softmax_scale * log2(e) must "
+                f"fit a float32), got {scale!r}"]
     return []
 
 
@@ -155,6 +162,38 @@ def sdpa_problems(query, key, value, dropout_p, is_causal, scale, enable_gqa) ->
     if not problems and enable_gqa is False and key.shape[1] != query.shape[1]:
         problems.append(f"key.shape[1] (nheads): expected query's {query.shape[1]} heads "
                         f"(or enable_gqa=True), got {key.shape[1]}")
+    return problems
+
+
+def fwd_op_problems(q, k, v, softmax_scale, backend) -> list[str]:
+    """Every problem with the arguments of the custom op fa3lite::fwd (flash_attn layout), which may be
+    called directly: the same rules as flash_attn_func. (The dispatcher has already checked each
+    argument's type against the op's schema.)"""
+    problems = attention_problems(q, k, v) + scale_problems("softmax_scale", softmax_scale)
+    return problems + backend_problems(backend)
+
+
+def bwd_op_problems(dout, q, k, v, out, lse, softmax_scale, backend) -> list[str]:
+    """Every problem with the arguments of the custom op fa3lite::bwd: fwd's rules for (q, k, v), plus
+    dout and out shaped (B, Sq, Hq, D) like q in q's dtype, lse (B, Hq, Sq) float32, all on q's device."""
+    problems = fwd_op_problems(q, k, v, softmax_scale, backend)
+    if not isinstance(q, torch.Tensor) or q.dim() != 4:
+        for name, t in (("dout", dout), ("out", out), ("lse", lse)):
+            if not isinstance(t, torch.Tensor):
+                problems.append(f"{name}: expected a torch.Tensor, got {_type_name(t)}")
+        return problems
+    b, sq, hq, _ = q.shape
+    for name, t, shape, dtype in (("dout", dout, _shape(q), q.dtype), ("out", out, _shape(q), q.dtype),
+                                  ("lse", lse, (b, hq, sq), torch.float32)):
+        if not isinstance(t, torch.Tensor):
+            problems.append(f"{name}: expected a torch.Tensor, got {_type_name(t)}")
+            continue
+        if _shape(t) != shape:
+            problems.append(f"{name}.shape: expected {shape} (from q's shape {_shape(q)}), got {_shape(t)}")
+        if t.dtype != dtype:
+            problems.append(f"{name}.dtype: expected {dtype}, got {t.dtype}")
+        if t.device != q.device:
+            problems.append(f"{name}.device: expected q's device ({q.device}), got {t.device}")
     return problems
 
 
@@ -263,8 +302,18 @@ def kernel_reasons(q, k, v, softmax_scale: float | None = None) -> list[str]:
     return reasons
 
 
+# Reason sets already warned about, keyed by what each reason is about (reason_kind), not by the values
+# in its text, so calls that differ only in offsets, strides or shapes warn once. Bounded: past
+# _MAX_WARNED keys no new warning is shown (the kinds are a small fixed set; the bound is a guard).
 _warned: set[tuple[str, frozenset[str]]] = set()
+_MAX_WARNED = 256
 _INTERNAL_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, sys.modules[__package__]))
+
+
+def reason_kind(reason: str) -> str:
+    """What a reason is about: its text before the first ': ' (the argument and property, e.g.
+    'q.stride(0) (batch)'), without the values that follow."""
+    return reason.split(": ", 1)[0]
 
 
 def _caller_stacklevel() -> int:
@@ -277,14 +326,15 @@ def _caller_stacklevel() -> int:
 
 
 def warn_fallback_once(reasons: list[str], instead: str) -> None:
-    """FallbackWarning naming ``reasons`` and what runs ``instead``, once per process per reason set."""
-    key = (instead, frozenset(reasons))
-    if key in _warned:
+    """FallbackWarning naming ``reasons`` and what runs ``instead``, once per process per set of reason
+    kinds (see reason_kind); the text shows the first call's values."""
+    key = (instead, frozenset(reason_kind(r) for r in reasons))
+    if key in _warned or len(_warned) >= _MAX_WARNED:
         return
     _warned.add(key)
     lines = "\n".join(f"  - {r}" for r in reasons)
-    warnings.warn(f"fa3lite: the Hopper kernels cannot take these inputs, using {instead} "
-                  f"(this warning is shown once per reason set; pass backend='torch' to choose it "
+    warnings.warn(f"fa3lite: the Hopper kernels cannot run this call, using {instead} "
+                  f"(this warning is shown once per kind of reason; pass backend='torch' to choose it "
                   f"explicitly, backend='fa3lite' to raise instead):\n{lines}",
                   FallbackWarning, stacklevel=_caller_stacklevel())
 

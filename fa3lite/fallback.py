@@ -8,16 +8,36 @@ float32 contiguous, natural log. Causal: key j is visible to query i iff j <= i 
 Rows with no visible key (also Sk == 0) give out = 0 and lse = -inf, and zero gradients.
 
 Scores are computed in float32 (float64 for float64 inputs), a block of query rows at a time, so the
-scores never take more than about ``_BLOCK_ELEMENTS`` elements whatever the sequence length.
+scores never take more than about ``_BLOCK_ELEMENTS`` elements whatever the sequence length. Autocast
+is switched off inside: under torch.autocast the matmuls would otherwise run in the autocast dtype
+(float16 overflows where the float32 math does not). Every operation is differentiable, so autograd
+can differentiate the backward itself (double backward).
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 
 import torch
 
 # Scores held at once, in elements of the compute dtype (2^24 fp32 = 64 MiB).
 _BLOCK_ELEMENTS = 1 << 24
+
+
+def _without_autocast(fn):
+    """Run ``fn(q, ...)`` (q its first argument after dout for the backward) with autocast off on
+    q's device type."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        device_type = next(a for a in args if isinstance(a, torch.Tensor)).device.type
+        ctx = (torch.autocast(device_type, enabled=False) if torch.amp.is_autocast_available(device_type)
+               else contextlib.nullcontext())
+        with ctx:
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -67,6 +87,7 @@ def is_empty(q: torch.Tensor, k: torch.Tensor) -> bool:
     return q.shape[0] == 0 or q.shape[1] == 0 or q.shape[2] == 0 or k.shape[1] == 0
 
 
+@_without_autocast
 def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
     """Attention forward. Returns (out (B, Sq, Hq, D) in q.dtype, lse (B, Hq, Sq) float32)."""
     b, sq, hq, d = q.shape
@@ -86,14 +107,18 @@ def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
     return out, lse
 
 
-def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal_offset: int):
-    """Attention backward. Returns (dq, dk, dv), contiguous, shaped and typed like q, k, v.
+@_without_autocast
+def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal_offset: int,
+             need_dq: bool = True, need_dkv: bool = True):
+    """Attention backward. Returns (dq, dk, dv), contiguous, shaped and typed like q, k, v; dq is None
+    without ``need_dq``, dk and dv None without ``need_dkv`` (their matmuls are skipped).
 
     ``out`` enters through rowsum(dout * out), as in the kernels. ``lse`` is recomputed in the compute
     dtype instead of read back, so float64 inputs get float64-accurate gradients.
     """
     if is_empty(q, k):
-        return tuple(torch.zeros(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
+        zeros = tuple(torch.zeros(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
+        return zeros[0] if need_dq else None, *(zeros[1:] if need_dkv else (None, None))
     del lse  # recomputed per block, see the docstring
     cdt = _compute_dtype(q.dtype)
     groups = q.shape[2] // k.shape[2]
@@ -106,12 +131,17 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
     for start, stop in _row_blocks(q, k):
         q_blk, do_blk = qg[..., start:stop, :], dog[..., start:stop, :]
         p, _ = _probabilities(q_blk, kg, start, softmax_scale, causal, causal_offset)
-        dvg += torch.matmul(p.transpose(-1, -2), do_blk).sum(dim=2)
+        if need_dkv:
+            dvg = dvg + torch.matmul(p.transpose(-1, -2), do_blk).sum(dim=2)
         dp = torch.matmul(do_blk, vg.transpose(-1, -2))
         ds = p * (dp - dpsum[..., start:stop].unsqueeze(-1))
-        dq_blocks.append(torch.matmul(ds, kg) * softmax_scale)
-        dkg += torch.matmul(ds.transpose(-1, -2), q_blk).sum(dim=2) * softmax_scale
-    dq = _ungroup(torch.cat(dq_blocks, dim=-2), q.dtype)
+        if need_dq:
+            dq_blocks.append(torch.matmul(ds, kg) * softmax_scale)
+        if need_dkv:
+            dkg = dkg + torch.matmul(ds.transpose(-1, -2), q_blk).sum(dim=2) * softmax_scale
+    dq = _ungroup(torch.cat(dq_blocks, dim=-2), q.dtype) if need_dq else None
+    if not need_dkv:
+        return dq, None, None
     dk = dkg.permute(0, 2, 1, 3).to(k.dtype).contiguous()
     dv = dvg.permute(0, 2, 1, 3).to(v.dtype).contiguous()
     return dq, dk, dv

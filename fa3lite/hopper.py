@@ -25,6 +25,11 @@ def debug_build() -> bool:
     return os.environ.get("FA3LITE_DEBUG", "0") not in ("", "0")
 
 
+def _device_index(t: torch.Tensor) -> int:
+    """The CUDA device index of a tensor (its device always names one)."""
+    return t.device.index if t.device.index is not None else torch.cuda.current_device()
+
+
 def fwd_variant(q, causal: bool) -> FwdVariant:
     return _variant(q.shape[-1], DTYPE_NAMES[q.dtype], bool(causal), debug_build())
 
@@ -60,7 +65,7 @@ def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
         causal_offset = 0
 
     variant = fwd_variant(q, causal)
-    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    dev = _device_index(q)
     kernel = _loaded(variant, dev)
     num_m_blocks = -(-Sq // variant.block_m)
     tiles = num_m_blocks * Hq * B
@@ -82,8 +87,10 @@ def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
 
 
 def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal_offset: int,
-             deterministic: bool):
-    """Attention backward on the Hopper kernels -> (dq, dk, dv); see fa3lite/hopper_bwd.py."""
+             deterministic: bool, need_dq: bool = True, need_dkv: bool = True):
+    """Attention backward on the Hopper kernels -> (dq, dk, dv), None for a gradient not needed; see
+    fa3lite/hopper_bwd.py."""
     from . import hopper_bwd
 
-    return hopper_bwd.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic)
+    return hopper_bwd.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
+                               need_dq=need_dq, need_dkv=need_dkv)

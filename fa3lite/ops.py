@@ -1,26 +1,43 @@
-"""torch.library custom ops ``fa3lite::fwd`` and ``fa3lite::bwd``: fakes, autograd, backend choice.
+"""torch.library custom ops ``fa3lite::fwd`` and ``fa3lite::bwd``: validation, fakes, autograd, backend
+choice.
 
 Being custom ops with fake implementations, they appear in torch.compile graphs as single nodes
 (fullgraph works) and pass torch.library.opcheck. The choice between the Hopper kernels and the torch
 fallback happens inside the real implementations, on real tensors, so it also holds in compiled code
-(the strides and alignment the kernels need are known only there).
+(the strides and alignment the kernels need are known only there). The ops may be called directly,
+so each validates its arguments first (InputError naming every problem).
 
 fwd(q (B, Sq, Hq, D), k (B, Sk, Hk, D), v (B, Sk, Hk, D), softmax_scale, causal, causal_offset,
     deterministic, backend) -> (out (B, Sq, Hq, D) contiguous in q.dtype, lse (B, Hq, Sq) fp32 contiguous)
-bwd(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic, backend)
-    -> (dq, dk, dv) contiguous, shaped and typed like q, k, v
+bwd(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic, backend,
+    need_dq=True, need_dkv=True)
+    -> (dq, dk, dv) contiguous, shaped and typed like q, k, v; a gradient that is not needed
+       (need_dq / need_dkv False) comes back as an empty tensor of shape (0,) and costs nothing.
 ``deterministic`` is unused by fwd; it sits in fwd's schema so the autograd formula can pass it on.
 ``lse`` is not differentiable (as in torch's own flash attention): its gradient is not propagated.
+
+Autograd computes only the gradients the inputs need (``ctx.needs_input_grad``). A backward with
+create_graph=True whose inputs require grad (double backward, Hessian-vector products) computes the
+first-order gradients with the torch math (fa3lite.fallback), which autograd can differentiate to any
+order; the kernels' gradients would carry no graph. (Under torch.compile, torch itself refuses double
+backward through any compiled region.)
+
+With backend "auto", a kernel that cannot be made ready (NVRTC compile error, module load error, a
+missing optional import) falls back to the torch math with one FallbackWarning naming the cause; the
+failure is remembered per kernel variant and device (fa3lite.runtime.launch). backend "fa3lite"
+raises KernelUnavailable instead.
 """
 from __future__ import annotations
 
 import torch
 
 from . import checks, fallback
+from .errors import KernelUnavailable
 
 _NAMESPACE = "fa3lite"
 _hopper_module = None
 _hopper_error: str | None = None
+_FALLBACK = "the torch fallback (fa3lite.fallback)"
 
 
 def _hopper():
@@ -40,9 +57,8 @@ def _kernel_module(q, k, v, softmax_scale: float, backend: str, entry: str):
     """fa3lite.hopper when its ``entry`` ("forward"/"backward") can run these inputs, else None.
 
     backend "torch" -> None; "fa3lite" -> raises InputError listing every reason the kernels cannot;
-    "auto" -> FallbackWarning (once per reason set) and None.
+    "auto" -> FallbackWarning (once per kind of reason) and None.
     """
-    checks.raise_if_any(checks.backend_problems(backend), f"fa3lite {entry}")
     if backend == "torch":
         return None
     reasons = checks.kernel_reasons(q, k, v, softmax_scale)
@@ -56,27 +72,61 @@ def _kernel_module(q, k, v, softmax_scale: float, backend: str, entry: str):
     if reasons:
         if backend == "fa3lite":
             checks.raise_if_any(reasons, f"fa3lite {entry} with backend='fa3lite'")
-        checks.warn_fallback_once(reasons, "the torch fallback (fa3lite.fallback)")
+        checks.warn_fallback_once(reasons, _FALLBACK)
         return None
     if fallback.is_empty(q, k):
         return None  # nothing to compute: the fallback returns the fixed result without a launch
     return module
 
 
+def _on_kernels(backend: str, run):
+    """``run()`` on the Hopper kernels; None when their runtime failed and backend "auto" falls back
+    (with one FallbackWarning per failing kernel variant, whose message names the cause)."""
+    try:
+        return run()
+    except KernelUnavailable as exc:
+        if backend == "fa3lite":
+            raise
+        checks.warn_fallback_once([f"fa3lite kernel {exc.kernel}: expected it to compile and load, "
+                                   f"got {exc.cause}"], _FALLBACK)
+        return None
+
+
 def _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic=False, backend="auto"):
-    """The forward both entry points run (see attention())."""
+    """The forward both entry points run, on validated arguments (see attention())."""
     module = _kernel_module(q, k, v, softmax_scale, backend, "forward")
-    if module is None:
+    result = None
+    if module is not None:
+        result = _on_kernels(backend, lambda: module.forward(q, k, v, softmax_scale, causal, causal_offset))
+    if result is None:
         return fallback.forward(q, k, v, softmax_scale, causal, causal_offset)
-    out, lse = module.forward(q, k, v, softmax_scale, causal, causal_offset)
+    out, lse = result
     # The fake promises contiguous results; compiled code relies on those strides.
     return out.contiguous(), lse.contiguous()
+
+
+def _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic=False,
+              backend="auto", need_dq=True, need_dkv=True):
+    """(dq, dk, dv) on validated arguments; a gradient that is not needed is None."""
+    module = _kernel_module(q, k, v, softmax_scale, backend, "backward")
+    result = None
+    if module is not None:
+        # dout comes from whatever follows attention; copying a misaligned one beats the slow path.
+        dout_k, out_k = checks.tma_ready(dout), checks.tma_ready(out)
+        result = _on_kernels(backend, lambda: module.backward(
+            dout_k, q, k, v, out_k, lse, softmax_scale, causal, causal_offset, deterministic,
+            need_dq=need_dq, need_dkv=need_dkv))
+    if result is None:
+        result = fallback.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset,
+                                   need_dq=need_dq, need_dkv=need_dkv)
+    return tuple(None if g is None else g.contiguous() for g in result)
 
 
 @torch.library.custom_op(f"{_NAMESPACE}::fwd", mutates_args=())
 def fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
         causal_offset: int, deterministic: bool = False, backend: str = "auto"
         ) -> tuple[torch.Tensor, torch.Tensor]:
+    checks.raise_if_any(checks.fwd_op_problems(q, k, v, softmax_scale, backend), "fa3lite::fwd")
     return _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend)
 
 
@@ -88,30 +138,47 @@ def _fwd_fake(q, k, v, softmax_scale, causal, causal_offset, deterministic=False
     return out, lse
 
 
-def _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic=False,
-              backend="auto"):
-    module = _kernel_module(q, k, v, softmax_scale, backend, "backward")
-    if module is None:
-        return fallback.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset)
-    # dout comes from whatever follows attention; copying a misaligned one beats the slow path.
-    dout, out = checks.tma_ready(dout), checks.tma_ready(out)
-    dq, dk, dv = module.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset,
-                                 deterministic)
-    return dq.contiguous(), dk.contiguous(), dv.contiguous()
-
-
 @torch.library.custom_op(f"{_NAMESPACE}::bwd", mutates_args=())
 def bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
         lse: torch.Tensor, softmax_scale: float, causal: bool, causal_offset: int,
-        deterministic: bool = False, backend: str = "auto"
+        deterministic: bool = False, backend: str = "auto", need_dq: bool = True, need_dkv: bool = True
         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic, backend)
+    checks.raise_if_any(checks.bwd_op_problems(dout, q, k, v, out, lse, softmax_scale, backend), "fa3lite::bwd")
+    grads = _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic, backend,
+                      need_dq, need_dkv)
+    return tuple(t.new_empty((0,)) if g is None else g for g, t in zip(grads, (q, k, v)))
 
 
 @bwd.register_fake
 def _bwd_fake(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic=False,
-              backend="auto"):
-    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape))
+              backend="auto", need_dq=True, need_dkv=True):
+    return (q.new_empty(q.shape if need_dq else (0,)), k.new_empty(k.shape if need_dkv else (0,)),
+            v.new_empty(v.shape if need_dkv else (0,)))
+
+
+def _needs_graph(dout, q, k, v) -> bool:
+    """True in a backward with create_graph=True whose gradients must themselves be differentiable."""
+    return (torch.is_grad_enabled() and not torch.compiler.is_compiling()
+            and any(t.requires_grad for t in (dout, q, k, v)))
+
+
+def _grads(ctx, dout, run_kernels):
+    """The backward formula shared by the custom op and its eager twin: (dq, dk, dv, None x 5), only
+    the gradients ``ctx.needs_input_grad`` asks for."""
+    q, k, v, out, lse = ctx.saved_tensors
+    need_q, need_k, need_v = ctx.needs_input_grad[:3]
+    need_dkv = need_k or need_v
+    if _needs_graph(dout, q, k, v):
+        dq, dk, dv = fallback.backward(dout, q, k, v, out, lse, *ctx.attention_args[:3],
+                                       need_dq=need_q, need_dkv=need_dkv)
+    else:
+        dq, dk, dv = run_kernels(dout, q, k, v, out, lse, *ctx.attention_args, need_q, need_dkv)
+    return (dq if need_q else None, dk if need_k else None, dv if need_v else None,
+            None, None, None, None, None)
+
+
+def _op_grads(dout, q, k, v, out, lse, *args):
+    return torch.ops.fa3lite.bwd(dout, q, k, v, out, lse, *args)
 
 
 def _setup_context(ctx, inputs, output):
@@ -123,9 +190,7 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, dout, dlse):
-    q, k, v, out, lse = ctx.saved_tensors
-    dq, dk, dv = torch.ops.fa3lite.bwd(dout, q, k, v, out, lse, *ctx.attention_args)
-    return dq, dk, dv, None, None, None, None, None
+    return _grads(ctx, dout, _op_grads)
 
 
 fwd.register_autograd(_backward, setup_context=_setup_context)
@@ -148,15 +213,13 @@ class _EagerAttention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dout, dlse):
-        q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = _bwd_impl(dout, q, k, v, out, lse, *ctx.attention_args)
-        return dq, dk, dv, None, None, None, None, None
+        return _grads(ctx, dout, _bwd_impl)
 
 
 def attention(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, deterministic: bool,
               backend: str):
-    """(out, lse): the custom op while torch.compile traces (one graph node, no break), the eager
-    twin otherwise. Both run _fwd_impl / _bwd_impl, so results are identical."""
+    """(out, lse) for validated arguments: the custom op while torch.compile traces (one graph node,
+    no break), the eager twin otherwise. Both run _fwd_impl / _bwd_impl, so results are identical."""
     if torch.compiler.is_compiling():
         return FWD(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend)
     return _EagerAttention.apply(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend)

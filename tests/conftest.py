@@ -42,11 +42,19 @@ def ref_attention(q, k, v, scale=None, causal=False, causal_offset=0, dtype=torc
     Returns out (B, Sq, Hq, D) and lse (B, Hq, Sq), both in ``dtype``; rows without a visible key
     give out 0 and lse -inf.
     """
+    p, lse = ref_probs(q, k, scale, causal, causal_offset, dtype)
+    groups = q.shape[2] // max(k.shape[2], 1)
+    vc = v.to(dtype).repeat_interleave(groups, dim=2)
+    out = torch.einsum("bhij,bjhd->bihd", p, vc)
+    return out, lse
+
+
+def ref_probs(q, k, scale=None, causal=False, causal_offset=0, dtype=torch.float64):
+    """The softmax probabilities P (B, Hq, Sq, Sk) and lse (B, Hq, Sq) of ref_attention."""
     scale = q.shape[-1] ** -0.5 if scale is None else scale
     groups = q.shape[2] // max(k.shape[2], 1)
     qc = q.to(dtype)
     kc = k.to(dtype).repeat_interleave(groups, dim=2)
-    vc = v.to(dtype).repeat_interleave(groups, dim=2)
     scores = torch.einsum("bihd,bjhd->bhij", qc, kc) * scale
     sq, sk = q.shape[1], k.shape[1]
     visible = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
@@ -60,9 +68,43 @@ def ref_attention(q, k, v, scale=None, causal=False, causal_offset=0, dtype=torc
     # which keeps both the forward and its autograd free of NaN.
     lse = torch.logsumexp(masked.masked_fill(~any_visible, 0.0), dim=-1)
     p = torch.exp(masked - lse.unsqueeze(-1))
-    out = torch.einsum("bhij,bjhd->bihd", p, vc)
-    lse = lse.masked_fill(~any_visible.squeeze(-1), -math.inf)
-    return out, lse
+    return p, lse.masked_fill(~any_visible.squeeze(-1), -math.inf)
+
+
+def dsoftmax_atols(q, k, v, dout, scale=None, causal=False, causal_offset=0) -> tuple[float, float]:
+    """Absolute slack of (dq, dk) for the rounding in D of dS = P * (dP - D), added to FA3's.
+
+    The kernels (as FA2, FA3 and FA4) take D = rowsum(dO * O) from the forward's stored output,
+    rounded to the input dtype, instead of rowsum(P * dP). In exact arithmetic the two are equal and
+    dS cancels (each row of dS sums to 0; a row that sees one key has dS = 0, so the reference's dq
+    and dk are exactly 0 there). Computed, D_i is off by about
+        dD_i = 2 * u * ||dO_i * O_i||_2            (O rounded with unit roundoff u: independent
+                                                    errors add in quadrature; 2 for margin)
+             + 2 * sqrt(d) * eps32 * max|dO| * max|V|   (float32 dot products of length d)
+    an error no later step cancels, and one the reference in the input dtype (torch's softmax
+    backward) does not make. Small adversarial shapes (two keys, a large scale) make it the
+    dominant one. It enters dS_ij as -P_ij * dD_i, so
+        dq_i gets -scale * dD_i * (P @ K)_i        (one error per row: a signed sum, no quadrature)
+        dk_j gets -scale * sum_i P_ij dD_i Q_i     (independent per row and query head: quadrature)
+    whose maxima are returned, from the float64 P.
+    """
+    d = q.shape[-1]
+    if q.numel() == 0 or k.numel() == 0:
+        return 0.0, 0.0
+    f64 = torch.float64
+    u = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}.get(q.dtype, torch.finfo(f64).eps)
+    scale = d ** -0.5 if scale is None else scale
+    q64, k64, v64, do64 = (t.detach().to(f64) for t in (q, k, v, dout))
+    groups = q.shape[2] // k.shape[2]
+    p, _ = ref_probs(q64, k64, scale, causal, causal_offset)                        # (B, Hq, Sq, Sk)
+    out = torch.einsum("bhij,bjhd->bihd", p, v64.repeat_interleave(groups, dim=2))   # (B, Sq, Hq, D)
+    noise = 2 * d ** 0.5 * torch.finfo(torch.float32).eps * do64.abs().max() * v64.abs().max()
+    dd = 2 * u * (do64 * out).norm(dim=-1) + noise                                  # (B, Sq, Hq)
+    pk = torch.einsum("bhij,bjhd->bihd", p, k64.repeat_interleave(groups, dim=2))   # (B, Sq, Hq, D)
+    dq = scale * dd.unsqueeze(-1) * pk.abs()
+    sq_terms = torch.einsum("bhij,bih,bihd->bjhd", p.square(), dd.square(), q64.square())  # per query head
+    dk = scale * sq_terms.unflatten(2, (k.shape[2], groups)).sum(3).sqrt()         # per K/V head
+    return dq.max().item(), dk.max().item()
 
 
 def fa3_atol(ref) -> float:

@@ -33,7 +33,8 @@ def _rand(*shape, dtype=torch.float32, device="cpu", seed=0):
 
 def test_public_names_and_a_light_import():
     assert sorted(fa3lite.__all__) == sorted(["flash_attn_func", "scaled_dot_product_attention", "kernel_info",
-                                              "InputError", "FallbackWarning", "__version__"])
+                                              "InputError", "FallbackWarning", "KernelUnavailable", "CacheWarning",
+                                              "__version__"])
     assert all(hasattr(fa3lite, name) for name in fa3lite.__all__)
     # Importing fa3lite registers the ops but loads neither the kernels' host code nor CUDA libraries.
     code = ("import sys, torch; before = set(sys.modules); import fa3lite; "

@@ -226,3 +226,54 @@ def test_backend_fa3lite_raises_with_every_reason_on_cpu():
                  "q.shape[3] (head dim): expected one of 64, 128, 256", "got 96",
                  "k.stride(1) (seqlen)", "k.stride(2) (nheads)", "v.stride(1) (seqlen)"]:
         assert part in message, f"{part!r} not in:\n{message}"
+
+
+@pytest.mark.parametrize("scale", [1e39, -3e38, 2.4e38])
+def test_scale_beyond_float32_after_log2e_is_an_input_error(scale):
+    q, k, v = _qkv()
+    with pytest.raises(fa3lite.InputError, match="softmax_scale: expected a magnitude of at most 2.359e\\+38"):
+        fa3lite.flash_attn_func(q, k, v, softmax_scale=scale)
+
+
+def test_largest_representable_scale_passes_validation():
+    assert checks.scale_problems("softmax_scale", 2.35e38) == []
+    assert checks.scale_problems("softmax_scale", checks.MAX_SCALE) == []
+
+
+def test_fallback_warning_once_per_kind_of_reason_whatever_the_values():
+    """200 calls whose reasons differ only in their values (offsets, strides) warn once; a new kind of
+    reason warns again."""
+    import warnings
+
+    checks.reset_fallback_warnings()
+    base = torch.randn(2 * 5 * 4 * 64 + 400, dtype=F16)
+    offsets = [o for o in range(1, 300) if o % 8][:200]    # never 16-byte aligned
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for offset in offsets:
+            q = base[offset:offset + 2 * 5 * 4 * 64].view(2, 5, 4, 64)   # misaligned by `offset` elements
+            fa3lite.flash_attn_func(q, q, q)
+        fa3lite.flash_attn_func(*_qkv(d=80))                               # a new kind: the head dim
+    shown = [w for w in caught if issubclass(w.category, fa3lite.FallbackWarning)]
+    assert len(shown) == 2, [str(w.message) for w in shown]
+    assert "q.data_ptr(): expected a multiple of 16 bytes" in str(shown[0].message)
+    assert "q.shape[3] (head dim)" in str(shown[1].message)
+
+
+def test_fallback_warnings_are_bounded(monkeypatch):
+    import warnings
+
+    checks.reset_fallback_warnings()
+    monkeypatch.setattr(checks, "_MAX_WARNED", 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(10):
+            checks.warn_fallback_once([f"kind{i}: expected x, got y"], "the fallback")
+    assert len(caught) == 3 and len(checks._warned) == 3
+    checks.reset_fallback_warnings()
+
+
+def test_reason_kind_drops_the_values():
+    assert checks.reason_kind("q.stride(0) (batch): expected a positive multiple of 16 bytes, got 8") == \
+        "q.stride(0) (batch)"
+    assert checks.reason_kind("no colon at all") == "no colon at all"

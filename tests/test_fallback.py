@@ -156,3 +156,20 @@ def test_lse_is_the_natural_log_of_the_softmax_normaliser():
     scores = torch.einsum("bihd,bjhd->bhij", q, k) * 0.5
     torch.testing.assert_close(lse.double(), scores.exp().sum(-1).log(), rtol=1e-6, atol=1e-6)
     assert not math.isnan(lse.sum().item())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_autocast_is_off_inside_the_fallback(dtype):
+    """Scores of ~1e6 overflow float16; the fallback's float32 math must not run in the autocast dtype."""
+    g = torch.Generator().manual_seed(4)
+    q = (300 * torch.randn(1, 6, 2, 16, generator=g)).requires_grad_()
+    k = (300 * torch.randn(1, 6, 2, 16, generator=g)).requires_grad_()
+    v = torch.randn(1, 6, 2, 16, generator=g).requires_grad_()
+    want = fa3lite.flash_attn_func(q, k, v, softmax_scale=1e-3)
+    want_grads = torch.autograd.grad(want.sum(), (q, k, v))
+    with torch.autocast("cpu", dtype=dtype):
+        got = fa3lite.flash_attn_func(q, k, v, softmax_scale=1e-3)
+        got_grads = torch.autograd.grad(got.sum(), (q, k, v))
+    assert got.dtype == torch.float32 and torch.isfinite(got).all()
+    assert torch.equal(got, want)
+    assert all(torch.equal(a, b) for a, b in zip(got_grads, want_grads))

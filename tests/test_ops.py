@@ -31,8 +31,8 @@ def test_schemas():
         "bool deterministic=False, str backend=\"auto\") -> (Tensor, Tensor)")
     assert str(torch.ops.fa3lite.bwd.default._schema) == (
         "fa3lite::bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, float softmax_scale, "
-        "bool causal, SymInt causal_offset, bool deterministic=False, str backend=\"auto\") "
-        "-> (Tensor, Tensor, Tensor)")
+        "bool causal, SymInt causal_offset, bool deterministic=False, str backend=\"auto\", "
+        "bool need_dq=True, bool need_dkv=True) -> (Tensor, Tensor, Tensor)")
 
 
 def _fwd_samples():
@@ -89,9 +89,12 @@ def fake_hopper(monkeypatch):
         calls.append(("forward", q, k, v, softmax_scale, causal, causal_offset))
         return fallback.forward(q, k, v, softmax_scale, causal, causal_offset)
 
-    def backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic):
-        calls.append(("backward", dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic))
-        return fallback.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset)
+    def backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic, need_dq=True,
+                 need_dkv=True):
+        calls.append(("backward", dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
+                      need_dq, need_dkv))
+        return fallback.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset,
+                                 need_dq=need_dq, need_dkv=need_dkv)
 
     module = types.SimpleNamespace(forward=forward, backward=backward)
     monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None: [])
@@ -114,7 +117,7 @@ def test_kernel_path_gets_views_unchanged_and_a_contiguous_dout(fake_hopper):
     misaligned.copy_(dout)
     out.backward(misaligned)
     bwd_call = calls[1]
-    assert bwd_call[0] == "backward" and bwd_call[-1] is True  # deterministic reaches the kernel
+    assert bwd_call[0] == "backward" and bwd_call[10] is True  # deterministic reaches the kernel
     kernel_dout = bwd_call[1]
     assert kernel_dout.is_contiguous() and checks.layout_reasons("dout", kernel_dout) == []
     assert torch.equal(kernel_dout, dout)
@@ -258,3 +261,270 @@ def test_gpu_opcheck():
     dout = torch.randn_like(out)
     torch.library.opcheck(torch.ops.fa3lite.bwd.default,
                           (dout, q.detach(), k.detach(), v.detach(), out, lse, 0.125, True, 20, False, "fa3lite"))
+
+
+# ---------------------------------------------------------------- direct calls validate (issue: hardening)
+
+def _direct_inputs(dtype=torch.bfloat16, d=64):
+    q = torch.randn(2, 5, 4, d, dtype=dtype)
+    k = torch.randn(2, 7, 2, d, dtype=dtype)
+    v = torch.randn(2, 7, 2, d, dtype=dtype)
+    out, lse = fallback.forward(q, k, v, d ** -0.5, False, 0)
+    return q, k, v, out, torch.randn_like(out), lse
+
+
+# (id, (q, k, v, out, dout, lse) -> fwd args or None, -> bwd args or None, expected message parts)
+_DIRECT_CASES = [
+    ("k_dtype", lambda q, k, v, o, do, l: (q, k.half(), v), ["k.dtype: expected the same dtype as q"]),
+    ("kv_head_dim", lambda q, k, v, o, do, l: (q, k[..., :32], v[..., :32]),
+     ["k.shape[3] (head dim): expected q's head dim 64, got 32"]),
+    ("hk_above_hq", lambda q, k, v, o, do, l: (q[:, :, :1], k, v),
+     ["q.shape[2] (nheads_q): expected a multiple of k.shape[2] (nheads_k = 2), got 1"]),
+    ("v_shape", lambda q, k, v, o, do, l: (q, k, v[:, :3]), ["v.shape: expected the same shape as k"]),
+    ("rank", lambda q, k, v, o, do, l: (q[0], k, v), ["q.dim(): expected 4 dimensions"]),
+]
+
+
+def _fwd_args(q, k, v, scale=0.125, causal=False, offset=0, backend="auto"):
+    return (q, k, v, scale, causal, offset, False, backend)
+
+
+@pytest.mark.parametrize("backend", ["auto", "fa3lite", "torch"])
+@pytest.mark.parametrize("build,expected", [c[1:] for c in _DIRECT_CASES], ids=[c[0] for c in _DIRECT_CASES])
+def test_direct_ops_validate_like_the_api(fake_hopper, build, expected, backend):
+    _, calls = fake_hopper
+    q, k, v, out, dout, lse = _direct_inputs()
+    bq, bk, bv = build(q, k, v, out, dout, lse)
+    with pytest.raises(fa3lite.InputError) as info:
+        torch.ops.fa3lite.fwd(*_fwd_args(bq, bk, bv, backend=backend))
+    assert str(info.value).startswith("fa3lite::fwd: 1 problem(s):")
+    assert all(part in str(info.value) for part in expected), str(info.value)
+    with pytest.raises(fa3lite.InputError) as info:
+        torch.ops.fa3lite.bwd(dout, bq, bk, bv, out, lse, 0.125, False, 0, False, backend)
+    assert str(info.value).startswith("fa3lite::bwd:")
+    assert all(part in str(info.value) for part in expected), str(info.value)
+    assert not calls, "an invalid call reached the kernels"
+
+
+_BWD_ONLY_CASES = [
+    ("dout_shape", dict(dout=lambda t: t[:, :4]), "dout.shape: expected (2, 5, 4, 64) (from q's shape (2, 5, 4, 64)), "
+                                                  "got (2, 4, 4, 64)"),
+    ("dout_dtype", dict(dout=lambda t: t.half()), "dout.dtype: expected torch.bfloat16, got torch.float16"),
+    ("out_shape", dict(out=lambda t: t[..., :32]), "out.shape: expected (2, 5, 4, 64)"),
+    ("out_dtype", dict(out=lambda t: t.float()), "out.dtype: expected torch.bfloat16, got torch.float32"),
+    ("lse_shape", dict(lse=lambda t: t[:, :, :3]), "lse.shape: expected (2, 4, 5) (from q's shape (2, 5, 4, 64)), "
+                                                   "got (2, 4, 3)"),
+    ("lse_dtype", dict(lse=lambda t: t.double()), "lse.dtype: expected torch.float32, got torch.float64"),
+]
+
+
+@pytest.mark.parametrize("change,expected", [c[1:] for c in _BWD_ONLY_CASES], ids=[c[0] for c in _BWD_ONLY_CASES])
+def test_direct_bwd_checks_dout_out_and_lse(fake_hopper, change, expected):
+    _, calls = fake_hopper
+    q, k, v, out, dout, lse = _direct_inputs()
+    args = dict(dout=dout, out=out, lse=lse)
+    args.update({name: fn(args[name]) for name, fn in change.items()})
+    with pytest.raises(fa3lite.InputError) as info:
+        torch.ops.fa3lite.bwd(args["dout"], q, k, v, args["out"], args["lse"], 0.125, False, 0, False, "auto")
+    assert expected in str(info.value)
+    assert not calls
+
+
+@pytest.mark.parametrize("args,expected", [
+    (dict(scale=float("nan")), "softmax_scale: expected None or a finite real number, got nan"),
+    (dict(scale=1e39), "softmax_scale: expected a magnitude of at most"),
+    (dict(backend="cuda"), "backend: expected one of 'auto', 'fa3lite', 'torch', got 'cuda'"),
+])
+def test_direct_fwd_checks_scalars(fake_hopper, args, expected):
+    """(Argument types -- a float for causal_offset, a number for a tensor -- are the dispatcher's to
+    check against the schema; it names the argument, the expected and the given type.)"""
+    q, k, v, *_ = _direct_inputs()
+    with pytest.raises(fa3lite.InputError) as info:
+        torch.ops.fa3lite.fwd(*_fwd_args(q, k, v, **args))
+    assert expected in str(info.value)
+
+
+def test_direct_ops_valid_call_still_runs(fake_hopper):
+    _, calls = fake_hopper
+    q, k, v, _, dout, _ = _direct_inputs()
+    out, lse = torch.ops.fa3lite.fwd(*_fwd_args(q, k, v))
+    dq, dk, dv = torch.ops.fa3lite.bwd(dout, q, k, v, out, lse, 0.125, False, 0, False, "auto")
+    assert [c[0] for c in calls] == ["forward", "backward"]
+    assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
+
+
+# ---------------------------------------------------------------- only the gradients that are needed
+
+@pytest.mark.parametrize("frozen", ["q", "kv", "k", "v", "none"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_backward_computes_only_needed_grads(fake_hopper, frozen, compiled):
+    _, calls = fake_hopper
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(s, generator=g, dtype=torch.bfloat16) for s in ((1, 6, 4, 64), (1, 9, 2, 64), (1, 9, 2, 64)))
+    q.requires_grad_("q" not in frozen)
+    k.requires_grad_("k" not in frozen)
+    v.requires_grad_("v" not in frozen)
+    fn = lambda q, k, v: fa3lite.flash_attn_func(q, k, v, causal=True).float().square().sum()  # noqa: E731
+    if compiled:
+        torch._dynamo.reset()
+        fn = torch.compile(fn, fullgraph=True, backend=COMPILE_BACKEND)
+    loss = fn(q, k, v)
+    loss.backward()
+    bwd_call = [c for c in calls if c[0] == "backward"][0]
+    need_dq, need_dkv = bwd_call[11], bwd_call[12]
+    assert need_dq == q.requires_grad
+    assert need_dkv == (k.requires_grad or v.requires_grad)
+    for t in (q, k, v):
+        assert (t.grad is not None) == t.requires_grad
+    # the gradients that were computed equal those of a run with every input requiring grad
+    full = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    want = torch.autograd.grad(fa3lite.flash_attn_func(*full, causal=True).float().square().sum(), full)
+    for t, w in zip((q, k, v), want):
+        if t.requires_grad:
+            assert torch.equal(t.grad, w)
+
+
+@pytest.mark.parametrize("need_dq,need_dkv", [(True, False), (False, True)])
+def test_fallback_backward_skips_unneeded_grads(need_dq, need_dkv):
+    q, k, v, out, dout, lse = _direct_inputs(torch.float32)
+    full = fallback.backward(dout, q, k, v, out, lse, 0.125, True, 2)
+    part = fallback.backward(dout, q, k, v, out, lse, 0.125, True, 2, need_dq=need_dq, need_dkv=need_dkv)
+    for got, want, needed in zip(part, full, (need_dq, need_dkv, need_dkv)):
+        assert (got is None) != needed
+        if needed:
+            torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    dq, dk, dv = torch.ops.fa3lite.bwd(dout, q, k, v, out, lse, 0.125, True, 2, False, "torch", need_dq, need_dkv)
+    assert (dq.shape == q.shape) == need_dq and (dk.numel() == 0) != need_dkv and (dv.numel() == 0) != need_dkv
+
+
+# ---------------------------------------------------------------- double backward
+
+def _ref_loss(q, k, v, causal):
+    out, _ = ref_attention(q, k, v, 0.3, causal, k.shape[1] - q.shape[1])
+    return out
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_double_backward_is_exact_in_eager_mode(causal):
+    g = torch.Generator().manual_seed(7)
+    q = torch.randn(1, 4, 2, 8, generator=g, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(1, 5, 1, 8, generator=g, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(1, 5, 1, 8, generator=g, dtype=torch.float64, requires_grad=True)
+    fn = lambda q, k, v: fa3lite.flash_attn_func(q, k, v, softmax_scale=0.3, causal=causal)  # noqa: E731
+    assert torch.autograd.gradgradcheck(fn, (q, k, v))
+    # and through the custom op, called directly
+    op = lambda q, k, v: torch.ops.fa3lite.fwd(q, k, v, 0.3, causal, k.shape[1] - q.shape[1])[0]  # noqa: E731
+    assert torch.autograd.gradgradcheck(op, (q, k, v))
+
+
+def test_double_backward_does_not_use_the_kernels_gradients(fake_hopper):
+    """The kernels' gradients carry no graph: with create_graph=True the torch math computes them, and
+    second-order gradients match the float64 reference."""
+    _, calls = fake_hopper
+    g = torch.Generator().manual_seed(8)
+    q = torch.randn(1, 6, 2, 64, generator=g, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(1, 7, 2, 64, generator=g, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(1, 7, 2, 64, generator=g, dtype=torch.float64, requires_grad=True)
+    dout = torch.randn(1, 6, 2, 64, generator=g, dtype=torch.float64)
+    out = fa3lite.flash_attn_func(q, k, v, softmax_scale=0.3, causal=True)
+    grads = torch.autograd.grad(out, (q, k, v), dout, create_graph=True)
+    assert all(t.grad_fn is not None for t in grads)
+    second = torch.autograd.grad(sum(t.square().sum() for t in grads), (q, k, v))
+    ref_out = _ref_loss(q, k, v, True)
+    ref_grads = torch.autograd.grad(ref_out, (q, k, v), dout, create_graph=True)
+    ref_second = torch.autograd.grad(sum(t.square().sum() for t in ref_grads), (q, k, v))
+    for got, want in zip(second, ref_second):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+    assert [c[0] for c in calls].count("backward") >= 1  # first-order backward of out itself (via out)
+
+
+def test_double_backward_under_compile_raises_not_drops():
+    q = torch.randn(1, 4, 2, 16, requires_grad=True)
+    compiled = torch.compile(lambda q: fa3lite.flash_attn_func(q, q, q), fullgraph=True, backend=COMPILE_BACKEND)
+    torch._dynamo.reset()
+    (dq,) = torch.autograd.grad(compiled(q).sum(), q, create_graph=True)
+    with pytest.raises(RuntimeError, match="double backward"):
+        dq.sum().backward()
+
+
+# ---------------------------------------------------------------- runtime failures fall back (auto)
+
+@pytest.fixture
+def failing_runtime(monkeypatch, tmp_path):
+    """The real fa3lite.hopper on CPU tensors, device index 0, with inputs passing kernel_reasons; each
+    test makes one runtime step fail."""
+    from fa3lite import hopper
+    from fa3lite.runtime import cache, launch
+
+    monkeypatch.setenv("FA3LITE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None: [])
+    monkeypatch.setattr(hopper, "_device_index", lambda t: 0)
+    cache.clear_memory_cache()
+    hopper._loaded.cache_clear()
+    launch.forget_failures()
+    yield
+    cache.clear_memory_cache()
+    hopper._loaded.cache_clear()
+    launch.forget_failures()
+
+
+def _compile_fails(monkeypatch):
+    from fa3lite.runtime import cache
+    from fa3lite.runtime.compile import CompileError
+
+    attempts = []
+
+    def broken(spec):
+        attempts.append(spec)
+        raise CompileError(spec, "error: planted NVRTC failure")
+
+    monkeypatch.setattr(cache, "compile_spec", broken)
+    return attempts
+
+
+def test_compile_failure_falls_back_once_and_is_remembered(failing_runtime, monkeypatch):
+    attempts = _compile_fails(monkeypatch)
+    q = torch.randn(1, 5, 2, 64, dtype=torch.bfloat16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [fa3lite.flash_attn_func(q, q, q, causal=True) for _ in range(3)]
+    fallback_warnings = [w for w in caught if issubclass(w.category, fa3lite.FallbackWarning)]
+    assert len(fallback_warnings) == 1
+    message = str(fallback_warnings[0].message)
+    assert "planted NVRTC failure" in message and "fa3lite_fwd" in message and "FA3LITE_HEAD_DIM=64" in message
+    assert len(attempts) == 1                      # remembered: no recompiling on every call
+    want, _ = fallback.forward(q, q, q, 64 ** -0.5, True, 0)
+    assert all(torch.equal(o, want) for o in outs)
+
+
+def test_compile_failure_raises_with_backend_fa3lite(failing_runtime, monkeypatch):
+    from fa3lite.runtime.launch import KernelUnavailable
+
+    _compile_fails(monkeypatch)
+    q = torch.randn(1, 5, 2, 64, dtype=torch.bfloat16)
+    for _ in range(2):
+        with pytest.raises(KernelUnavailable, match="planted NVRTC failure"):
+            fa3lite.flash_attn_func(q, q, q, backend="fa3lite")
+
+
+def test_missing_optional_import_falls_back(failing_runtime, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)   # `from cuda.bindings import driver` fails
+    q = torch.randn(1, 5, 2, 128, dtype=torch.float16)
+    with pytest.warns(fa3lite.FallbackWarning, match="ModuleNotFoundError: import of cuda.bindings"):
+        out = fa3lite.flash_attn_func(q, q, q)
+    assert torch.equal(out, fallback.forward(q, q, q, 128 ** -0.5, False, 0)[0])
+
+
+def test_backward_runtime_failure_falls_back(failing_runtime, monkeypatch):
+    """The forward ran (a stand-in), the backward kernels fail to compile: the fallback computes dq, dk, dv."""
+    from fa3lite import hopper
+
+    monkeypatch.setattr(hopper, "forward", lambda q, k, v, s, c, o: fallback.forward(q, k, v, s, c, o))
+    _compile_fails(monkeypatch)
+    q = torch.randn(1, 5, 2, 64, dtype=torch.bfloat16, requires_grad=True)
+    with pytest.warns(fa3lite.FallbackWarning, match="fa3lite_bwd"):
+        fa3lite.flash_attn_func(q, q, q).sum().backward()
+    want = torch.autograd.grad(fa3lite.flash_attn_func(q, q, q, backend="torch").sum(), q)[0]
+    assert torch.equal(q.grad, want)

@@ -27,3 +27,15 @@ def test_wheel_carries_cuda_sources_and_finds_them(tmp_path):
                          capture_output=True, text=True, timeout=120,
                          env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
     assert str(target) in out.stdout
+
+
+def test_build_requires_a_setuptools_that_reads_the_license_expression():
+    """`license = "Apache-2.0"` (a PEP 639 SPDX string) needs setuptools >= 77 to build."""
+    import re
+    import tomllib
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert isinstance(meta["project"]["license"], str)
+    pins = [r for r in meta["build-system"]["requires"] if r.startswith("setuptools")]
+    found = re.fullmatch(r"setuptools>=(\d+)(\.\d+)*", pins[0]) if pins else None
+    assert found and int(found.group(1)) >= 77, pins
