@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from . import checks, ops
+from . import callkey, checks, ops
 
 
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=False, return_lse=False,
@@ -43,14 +43,20 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=Fal
     Raises:
         fa3lite.InputError (a ValueError and a TypeError) listing every invalid argument.
     """
-    problems = checks.attention_problems(q, k, v)
-    problems += checks.scale_problems("softmax_scale", softmax_scale)
-    problems += checks.flag_problems(causal=causal, deterministic=deterministic, return_lse=return_lse)
-    problems += checks.backend_problems(backend)
-    checks.raise_if_any(problems, "flash_attn_func")
+    key = callkey.flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend)
+    checked = callkey.passed(key)
+    if not checked:
+        problems = checks.attention_problems(q, k, v)
+        problems += checks.scale_problems("softmax_scale", softmax_scale)
+        problems += checks.flag_problems(causal=causal, deterministic=deterministic, return_lse=return_lse)
+        problems += checks.backend_problems(backend)
+        checks.raise_if_any(problems, "flash_attn_func")
     scale = q.shape[3] ** -0.5 if softmax_scale is None else float(softmax_scale)
+    if not checked and key is not None and backend != "torch" and ops.kernels_take(q, k, v, scale):
+        callkey.remember(key)
+        checked = True
     causal_offset = k.shape[1] - q.shape[1] if causal else 0
-    out, lse = ops.attention(q, k, v, scale, causal, causal_offset, deterministic, backend)
+    out, lse = ops.attention(q, k, v, scale, causal, causal_offset, deterministic, backend, checked)
     return (out, lse) if return_lse else out
 
 
@@ -76,6 +82,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     torch.nn.functional.scaled_dot_product_attention (with backend "auto"; a FallbackWarning names the
     reasons once), so results and errors are torch's.
     """
+    call = callkey.sdpa_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend)
+    if callkey.passed(call):
+        if query.dim() == 4 and not ops.autograd_needed(query, key, value):
+            softmax_scale = query.shape[3] ** -0.5 if scale is None else scale
+            out = ops.forward_bhsd(query, key, value, softmax_scale, is_causal, backend)
+            if out is not None:
+                return out
+        return _fa3lite_sdpa(query, key, value, is_causal, scale, backend, True)
     checks.raise_if_any(checks.backend_problems(backend), "scaled_dot_product_attention")
     if backend != "torch":
         reasons = checks.sdpa_unsupported(query, key, value, attn_mask, dropout_p, enable_gqa)
@@ -83,8 +97,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             q4, k4, v4 = (t.unsqueeze(1) if t.dim() == 3 else t for t in (query, key, value))
             reasons = checks.sdpa_problems(q4, k4, v4, dropout_p, is_causal, scale, enable_gqa)
             if not reasons:
-                out = _fa3lite_sdpa(q4, k4, v4, is_causal, scale, backend)
-                return out.squeeze(1) if query.dim() == 3 else out
+                softmax_scale = q4.shape[3] ** -0.5 if scale is None else float(scale)
+                checked = call is not None and ops.kernels_take(
+                    *(t.transpose(1, 2) for t in (q4, k4, v4)), softmax_scale)
+                if checked:
+                    callkey.remember(call)
+                return _fa3lite_sdpa(query, key, value, is_causal, scale, backend, checked)
         if backend == "fa3lite":
             checks.raise_if_any(reasons + _kernel_reasons_if_known(query, key, value),
                                 "scaled_dot_product_attention with backend='fa3lite'")
@@ -99,14 +117,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return out
 
 
-def _fa3lite_sdpa(query, key, value, is_causal, scale, backend):
-    """(B, H, S, D) tensors through fa3lite::fwd as (B, S, H, D) views; returns a (B, H, Sq, D) view."""
-    q, k, v = (t.transpose(1, 2) for t in (query, key, value))
+def _fa3lite_sdpa(query, key, value, is_causal, scale, backend, checked):
+    """Validated (B, H, S, D) or (B, S, D) tensors through fa3lite's forward as (B, S, H, D) views;
+    returns a (B, H, Sq, D) view (or (B, Sq, D))."""
+    three_d = query.dim() == 3
+    q, k, v = (t.unsqueeze(2) if three_d else t.transpose(1, 2) for t in (query, key, value))
     softmax_scale = q.shape[3] ** -0.5 if scale is None else float(scale)
     # torch's is_causal is top-left aligned: causal_offset 0 whatever Sq and Sk.
     deterministic = torch.are_deterministic_algorithms_enabled()
-    out, _ = ops.attention(q, k, v, softmax_scale, is_causal, 0, deterministic, backend)
-    return out.transpose(1, 2)
+    out, _ = ops.attention(q, k, v, softmax_scale, is_causal, 0, deterministic, backend, checked)
+    return out.squeeze(2) if three_d else out.transpose(1, 2)
 
 
 def _kernel_reasons_if_known(query, key, value) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import struct
 
 import torch
 
@@ -45,44 +46,116 @@ def _loaded(variant: FwdVariant, device_index: int) -> launch.Loaded:
     return launch.load(variant.spec(), device_index, variant.smem_bytes)
 
 
+class _FwdPlan:
+    """A forward launch for one call signature (shapes, strides, dtype, device, mask, scale), built
+    once: kernel, grid, the parameter block with every scalar field packed, and a tensor-map maker per
+    operand. A call then only allocates out/lse, fills in the maps and the LSE address, and launches."""
+
+    __slots__ = ("kernel", "grid", "threads", "dev", "device", "dtype", "out_shape", "out_stride",
+                 "lse_shape", "template", "size", "slots", "lse_at")
+
+    def __init__(self, q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False):
+        """q, k, v in the flash_attn layout (B, S, H, D), or with ``bhsd`` in torch's (B, H, S, D)
+        (then out is made (B, Hq, Sq, D) with the flash_attn layout's strides: a transposed view of
+        a contiguous (B, Sq, Hq, D) tensor, without a view op per call)."""
+        (B, Sq, Hq, D), q_stride = _bshd(q, bhsd)
+        (_, Sk, Hk, _), k_stride = _bshd(k, bhsd)
+        _, v_stride = _bshd(v, bhsd)
+        variant = fwd_variant(q, causal)
+        self.dev = _device_index(q)
+        self.kernel = _loaded(variant, self.dev)
+        num_m_blocks = -(-Sq // variant.block_m)
+        tiles = num_m_blocks * Hq * B
+        if tiles > MAX_GRID_X:
+            raise ValueError(f"too many tiles for one launch: {tiles} > {MAX_GRID_X}")
+        # One CTA per tile (a persistent grid measured slower: benchmarks/RESULTS.md).
+        self.grid, self.threads = (tiles, 1, 1), variant.threads
+        self.device, self.dtype = q.device, q.dtype
+        out_stride = (Sq * Hq * D, Hq * D, D, 1)
+        if bhsd:
+            self.out_shape, self.out_stride = (B, Hq, Sq, D), (Sq * Hq * D, D, Hq * D, 1)
+        else:
+            self.out_shape, self.out_stride = (B, Sq, Hq, D), out_stride
+        self.lse_shape = (B, Hq, Sq)
+        blank = bytes(128)
+        self.template = FWD_PARAMS.pack(
+            q=blank, k=blank, v=blank, o=blank, lse=0,
+            seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
+            num_m_blocks=num_m_blocks, causal_offset=causal_offset,
+            scale_log2=softmax_scale * LOG2E,
+        )
+        self.size = len(self.template)
+        es, offsets = q.element_size(), FWD_PARAMS.offsets
+        self.slots = tuple(
+            (offsets[name], tma.MapMaker(q.dtype, tma.bshd_geometry(shape, stride, es, rows, cols), self.dev))
+            for name, shape, stride, rows, cols in (
+                ("q", (B, Sq, Hq, D), q_stride, variant.block_m, None),
+                ("k", (B, Sk, Hk, D), k_stride, variant.block_n, None),
+                ("v", (B, Sk, Hk, D), v_stride, variant.block_n, None),
+                ("o", (B, Sq, Hq, D), out_stride, 64, 1)))
+        self.lse_at = offsets["lse"]
+
+    def __call__(self, q, k, v):
+        out = torch.empty_strided(self.out_shape, self.out_stride, dtype=self.dtype, device=self.device)
+        lse = torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
+        block = launch.staging_view(self.size)
+        block[:self.size] = self.template
+        for (at, maker), t in zip(self.slots, (q, k, v, out)):
+            block[at:at + 128] = maker(t.data_ptr())
+        _PTR.pack_into(block, self.lse_at, lse.data_ptr())
+        launch.launch_staged(self.kernel, self.grid, self.threads, self.dev, launch.stream_handle(self.dev))
+        return out, lse
+
+
+_PTR = struct.Struct("<Q")
+_plans: dict[tuple, _FwdPlan] = {}
+_PLAN_LIMIT = 1024   # signatures kept; past it the table starts over (a plan is cheap to rebuild)
+
+
 def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
     """Attention forward on the Hopper kernel. Returns (out, lse); see the module docstring."""
-    B, Sq, Hq, D = q.shape
-    Sk, Hk = k.shape[1], k.shape[2]
-    out = torch.empty((B, Sq, Hq, D), dtype=q.dtype, device=q.device)
-    lse = torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
-    if out.numel() == 0:
-        return out, lse
-    if Sk == 0:  # no keys at all: every row is fully masked
-        out.zero_()
-        lse.fill_(-math.inf)
-        return out, lse
-    if not softmax_scale > 0:
-        raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")
-    if causal:
-        causal_offset = max(min(causal_offset, I32_MAX), -I32_MAX)
-    else:
-        causal_offset = 0
+    return _forward(q, k, v, softmax_scale, causal, causal_offset, False)
 
-    variant = fwd_variant(q, causal)
-    dev = _device_index(q)
-    kernel = _loaded(variant, dev)
-    num_m_blocks = -(-Sq // variant.block_m)
-    tiles = num_m_blocks * Hq * B
-    if tiles > MAX_GRID_X:
-        raise ValueError(f"too many tiles for one launch: {tiles} > {MAX_GRID_X}")
-    params = FWD_PARAMS.pack(
-        q=tma.bshd_map(q, variant.block_m),
-        k=tma.bshd_map(k, variant.block_n),
-        v=tma.bshd_map(v, variant.block_n),
-        o=tma.bshd_map(out, 64, box_col_blocks=1),
-        lse=lse.data_ptr(),
-        seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
-        num_m_blocks=num_m_blocks, causal_offset=causal_offset,
-        scale_log2=softmax_scale * LOG2E,
-    )
-    # One CTA per tile (a persistent grid measured slower: benchmarks/RESULTS.md).
-    launch.launch(kernel, (tiles, 1, 1), variant.threads, params, dev, launch.stream_handle(dev))
+
+def forward_bhsd(query, key, value, softmax_scale: float, causal: bool):
+    """forward() on torch's layout: query (B, Hq, Sq, D), key/value (B, Hk, Sk, D), the mask
+    top-left aligned (torch's is_causal). Returns out (B, Hq, Sq, D), a transposed view's strides of
+    a contiguous (B, Sq, Hq, D) buffer, and lse (B, Hq, Sq)."""
+    return _forward(query, key, value, softmax_scale, causal, 0, True)
+
+
+def _forward(q, k, v, softmax_scale, causal, causal_offset, bhsd):
+    causal_offset = max(min(causal_offset, I32_MAX), -I32_MAX) if causal else 0
+    key = (q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, causal, causal_offset,
+           softmax_scale, bhsd, debug_build())
+    plan = _plans.get(key)
+    if plan is None:
+        (B, Sq, Hq, D), _ = _bshd(q, bhsd)
+        if B * Sq * Hq * D == 0 or _bshd(k, bhsd)[0][1] == 0:
+            out, lse = _forward_without_keys(B, Sq, Hq, D, q)
+            return (out.transpose(1, 2) if bhsd else out), lse
+        if not softmax_scale > 0:
+            raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")
+        plan = _FwdPlan(q, k, v, softmax_scale, causal, causal_offset, bhsd)
+        if len(_plans) >= _PLAN_LIMIT:
+            _plans.clear()
+        _plans[key] = plan
+    return plan(q, k, v)
+
+
+def _bshd(t, bhsd: bool):
+    """(shape, strides) of ``t`` in the flash_attn order (B, S, H, D)."""
+    shape, stride = t.shape, t.stride()
+    if bhsd:
+        return (shape[0], shape[2], shape[1], shape[3]), (stride[0], stride[2], stride[1], stride[3])
+    return tuple(shape), stride
+
+
+def _forward_without_keys(B, Sq, Hq, D, q):
+    """(out (B, Sq, Hq, D), lse) of an empty call, or of Sk == 0 (every row fully masked: out 0,
+    lse -inf)."""
+    out = torch.zeros((B, Sq, Hq, D), dtype=q.dtype, device=q.device)
+    lse = torch.full((B, Hq, Sq), -math.inf, dtype=torch.float32, device=q.device)
     return out, lse
 
 

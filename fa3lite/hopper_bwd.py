@@ -29,12 +29,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import struct
 
 import torch
 
 from . import checks, hopper
 from .hopper import DTYPE_NAMES, I32_MAX, LOG2E, MAX_GRID_X, debug_build
 from .runtime import launch, tma
+from .runtime.driver import on_device
 from .runtime.compile import KernelSpec
 from .runtime.params import ParamStruct
 
@@ -168,13 +170,6 @@ def _kernels(variant: BwdVariant, device_index: int):
             launch.load(variant.postprocess_spec(), device_index, 0))
 
 
-def _written(shape, dtype, device) -> torch.Tensor:
-    """A buffer the kernels fill completely: NaN-poisoned in debug builds, so a missed element shows."""
-    if debug_build():
-        return torch.full(shape, math.nan, dtype=dtype, device=device)
-    return torch.empty(shape, dtype=dtype, device=device)
-
-
 def _zeros(t: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(t, memory_format=torch.contiguous_format)
 
@@ -189,85 +184,166 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
     """Attention backward on the Hopper kernels. Returns (dq, dk, dv), None for a gradient not
     needed; see the module docstring."""
     need_dq, need_dkv = bool(need_dq), bool(need_dkv)
-    if not (need_dq or need_dkv):
-        raise ValueError("backward needs need_dq or need_dkv (nothing to compute otherwise)")
-    B, Sq, Hq, D = q.shape
-    Sk, Hk = k.shape[1], k.shape[2]
-    dtype = q.dtype
-    if B == 0 or Hq == 0 or Sq == 0 or Sk == 0:
-        # no query or no key: every gradient is zero (no score depends on any input)
-        return (_zeros(q) if need_dq else None, _zeros(k) if need_dkv else None,
-                _zeros(v) if need_dkv else None)
-    if not softmax_scale > 0:
-        raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")
-    if dtype not in DTYPE_NAMES:
-        raise ValueError(f"q.dtype must be torch.bfloat16 or torch.float16, got {dtype}")
-    if Hq % Hk:
-        raise ValueError(f"num_heads_q ({Hq}) must be a multiple of num_heads_k ({Hk})")
     causal_offset = max(min(int(causal_offset), I32_MAX), -I32_MAX) if causal else 0
-    gqa = Hq != Hk
     deterministic = bool(deterministic) and need_dq    # it orders only the dQ additions
-    variant = BwdVariant(D, DTYPE_NAMES[dtype], bool(causal), gqa and need_dkv, debug_build(),
-                         need_dq=need_dq, need_dkv=need_dkv)
-    dev = hopper._device_index(q)
-    pre, main, post = _kernels(variant, dev)     # first: a runtime failure raises before any work
-    stream = launch.stream_handle(dev)
-    f32 = torch.float32
+    key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), dout.stride(), out.stride(),
+           lse.shape, lse.stride(), _alignment(q, k, v, dout, out), q.dtype, lse.dtype, dout.dtype, out.dtype, q.device,
+           causal, causal_offset, softmax_scale, deterministic, need_dq, need_dkv, debug_build())
+    plan = _plans.get(key)
+    if plan is None:
+        if not (need_dq or need_dkv):
+            raise ValueError("backward needs need_dq or need_dkv (nothing to compute otherwise)")
+        B, Sq, Hq, D = q.shape
+        if B == 0 or Hq == 0 or Sq == 0 or k.shape[1] == 0:
+            # no query or no key: every gradient is zero (no score depends on any input)
+            return (_zeros(q) if need_dq else None, _zeros(k) if need_dkv else None,
+                    _zeros(v) if need_dkv else None)
+        plan = _BwdPlan(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
+                        need_dq, need_dkv)
+        if len(_plans) >= _PLAN_LIMIT:
+            _plans.clear()
+        _plans[key] = plan
+    return plan(dout, q, k, v, out, lse)
 
-    q, k, v, dout, out = (checks.tma_ready(t) for t in (q, k, v, dout, out))
-    if lse.dtype != f32:
-        raise ValueError(f"lse must be float32, got {lse.dtype}")
 
-    m_blocks = -(-Sq // BLOCK_M)
-    n_blocks = -(-Sk // variant.block_n)
-    rows_pad = m_blocks * BLOCK_M
+def _alignment(*tensors) -> tuple[bool, ...]:
+    """Which addresses are 16-byte aligned (part of a plan's key: with the strides it decides which
+    operands are copied)."""
+    return tuple(t.data_ptr() % 16 == 0 for t in tensors)
 
-    # 1. preprocess
-    lse_log2 = _written((B, Hq, rows_pad), f32, q.device)
-    dpsum = _written((B, Hq, rows_pad), f32, q.device)
-    rows_per_block = _AUX_THREADS // (D // 8)
-    row_blocks = -(-rows_pad // rows_per_block)
-    launch.launch(pre, (row_blocks * Hq * B, 1, 1), _AUX_THREADS, PRE_PARAMS.pack(
-        dout=dout.data_ptr(), out=out.data_ptr(), lse=lse.data_ptr(), lse_log2=lse_log2.data_ptr(),
-        dpsum=dpsum.data_ptr(),
-        do_stride_b=dout.stride(0), do_stride_s=dout.stride(1), do_stride_h=dout.stride(2),
-        o_stride_b=out.stride(0), o_stride_s=out.stride(1), o_stride_h=out.stride(2),
-        lse_stride_b=lse.stride(0), lse_stride_h=lse.stride(1), lse_stride_s=lse.stride(2),
-        seqlen_q=Sq, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks), dev, stream)
 
-    # 2. main kernel: only the buffers of the gradients asked for (0 for the others' pointers)
-    dq = dq_accum = dq_sem = dk = dv = None
-    if need_dq:
-        dq = _written((B, Sq, Hq, D), dtype, q.device)
-        dq_accum = torch.zeros((B, Hq, m_blocks, BLOCK_M * D), dtype=f32, device=q.device)
-        if deterministic:
-            dq_sem = torch.zeros((B, Hq, m_blocks), dtype=torch.int32, device=q.device)
-    if need_dkv:
-        dkv_dtype = f32 if gqa else dtype
-        dk = _written((B, Sk, Hq, D), dkv_dtype, q.device)
-        dv = _written((B, Sk, Hq, D), dkv_dtype, q.device)
-    ctas = n_blocks * Hq * B
-    if ctas > MAX_GRID_X:
-        raise ValueError(f"too many key blocks for one launch: {ctas} > {MAX_GRID_X}")
-    launch.launch(main, (ctas, 1, 1), THREADS, BWD_PARAMS.pack(
-        q=tma.bshd_map(q, BLOCK_M), k=tma.bshd_map(k, variant.block_n), v=tma.bshd_map(v, variant.block_n),
-        dout=tma.bshd_map(dout, BLOCK_M),
-        lse_log2=lse_log2.data_ptr(), dpsum=dpsum.data_ptr(), dq_accum=_ptr(dq_accum), dq_sem=_ptr(dq_sem),
-        dk=_ptr(dk), dv=_ptr(dv),
-        seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
-        num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset,
-        deterministic=int(deterministic),
-        scale_log2=softmax_scale * LOG2E, softmax_scale=softmax_scale), dev, stream)
+_PTR = struct.Struct("<Q")
+_plans: dict[tuple, "_BwdPlan"] = {}
+_PLAN_LIMIT = 1024   # signatures kept; past it the table starts over (a plan is cheap to rebuild)
 
-    # 3. postprocess
-    if need_dq:
-        total = dq_accum.numel() // 4
-        launch.launch(post, (-(-total // _AUX_THREADS), 1, 1), _AUX_THREADS, POST_PARAMS.pack(
-            dq_accum=dq_accum.data_ptr(), dq=dq.data_ptr(), total=total, seqlen_q=Sq, num_heads=Hq,
-            num_m_blocks=m_blocks, scale=softmax_scale), dev, stream)
 
-    if need_dkv and gqa:
-        group = Hq // Hk
-        dk = dk.view(B, Sk, Hk, group, D).sum(dim=3).to(dtype)
-        dv = dv.view(B, Sk, Hk, group, D).sum(dim=3).to(dtype)
-    return dq, dk, dv
+class _BwdPlan:
+    """The three launches of one backward call signature, built once: kernels, grids, parameter
+    blocks with every scalar field packed, tensor-map makers, buffer sizes, and which operands need a
+    copy into a layout the tensor maps take (checks.tma_ready). A call allocates the buffers, fills in
+    addresses and maps, and launches."""
+
+    def __init__(self, dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
+                 need_dq, need_dkv):
+        B, Sq, Hq, D = q.shape
+        Sk, Hk = k.shape[1], k.shape[2]
+        dtype = q.dtype
+        if not softmax_scale > 0:
+            raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")
+        if dtype not in DTYPE_NAMES:
+            raise ValueError(f"q.dtype must be torch.bfloat16 or torch.float16, got {dtype}")
+        if Hq % Hk:
+            raise ValueError(f"num_heads_q ({Hq}) must be a multiple of num_heads_k ({Hk})")
+        if lse.dtype != torch.float32:
+            raise ValueError(f"lse must be float32, got {lse.dtype}")
+        self.gqa = Hq != Hk
+        variant = BwdVariant(D, DTYPE_NAMES[dtype], bool(causal), self.gqa and need_dkv, debug_build(),
+                             need_dq=need_dq, need_dkv=need_dkv)
+        self.dev, self.device, self.dtype, self.debug = hopper._device_index(q), q.device, dtype, variant.debug
+        self.pre, self.main, self.post = _kernels(variant, self.dev)   # a runtime failure raises here
+        self.need_dq, self.need_dkv, self.deterministic = need_dq, need_dkv, deterministic
+        # Operands whose layout the tensor maps cannot take are copied on every call (tma_ready).
+        self.copies = tuple(bool(checks.layout_reasons("t", t)) for t in (q, k, v, dout, out))
+        q, k, v, dout, out = (checks.tma_ready(t) for t in (q, k, v, dout, out))
+
+        m_blocks, n_blocks = -(-Sq // BLOCK_M), -(-Sk // variant.block_n)
+        rows_pad = m_blocks * BLOCK_M
+        ctas = n_blocks * Hq * B
+        if ctas > MAX_GRID_X:
+            raise ValueError(f"too many key blocks for one launch: {ctas} > {MAX_GRID_X}")
+        self.rows = B * Hq * rows_pad                      # lse_log2 and dpsum: one buffer, two halves
+        self.accum = B * Hq * m_blocks * BLOCK_M * D if need_dq else 0
+        # turn counters, padded so that what follows them in one allocation stays 256-byte aligned
+        # (the main kernel bulk-loads lse_log2 and dpsum: 16-byte aligned addresses at least)
+        self.sems = -(-B * Hq * m_blocks // 64) * 64 if deterministic else 0
+        self.q_shape, self.kv_shape = (B, Sq, Hq, D), (B, Sk, Hq, D)
+        self.group_shape = (B, Sk, Hk, Hq // Hk, D)
+
+        rows_per_block = _AUX_THREADS // (D // 8)
+        row_blocks = -(-rows_pad // rows_per_block)
+        self.pre_grid = (row_blocks * Hq * B, 1, 1)
+        self.pre_params = PRE_PARAMS.pack(
+            dout=0, out=0, lse=0, lse_log2=0, dpsum=0,
+            do_stride_b=dout.stride(0), do_stride_s=dout.stride(1), do_stride_h=dout.stride(2),
+            o_stride_b=out.stride(0), o_stride_s=out.stride(1), o_stride_h=out.stride(2),
+            lse_stride_b=lse.stride(0), lse_stride_h=lse.stride(1), lse_stride_s=lse.stride(2),
+            seqlen_q=Sq, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks)
+        blank = bytes(128)
+        self.main_grid = (ctas, 1, 1)
+        self.main_params = BWD_PARAMS.pack(
+            q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,
+            seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
+            num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset,
+            deterministic=int(deterministic), scale_log2=softmax_scale * LOG2E, softmax_scale=softmax_scale)
+        total = self.accum // 4
+        self.post_grid = (-(-total // _AUX_THREADS), 1, 1)
+        self.post_params = POST_PARAMS.pack(dq_accum=0, dq=0, total=total, seqlen_q=Sq, num_heads=Hq,
+                                            num_m_blocks=m_blocks, scale=softmax_scale)
+        es, at = q.element_size(), BWD_PARAMS.offsets
+        self.maps = tuple(
+            (at[name], tma.MapMaker(dtype, tma.bshd_geometry(t.shape, t.stride(), es, rows), self.dev))
+            for name, t, rows in (("q", q, BLOCK_M), ("k", k, variant.block_n), ("v", v, variant.block_n),
+                                  ("dout", dout, BLOCK_M)))
+        self.pre_at = tuple(PRE_PARAMS.offsets[f] for f in ("dout", "out", "lse", "lse_log2", "dpsum"))
+        self.main_at = tuple(at[f] for f in ("lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv"))
+        self.post_at = tuple(POST_PARAMS.offsets[f] for f in ("dq_accum", "dq"))
+
+    def _buffer(self, shape, dtype):
+        """A buffer the kernels fill completely: NaN-poisoned in debug builds, so a missed element shows."""
+        if self.debug:
+            return torch.full(shape, math.nan, dtype=dtype, device=self.device)
+        return torch.empty(shape, dtype=dtype, device=self.device)
+
+    def _launch(self, kernel, grid, threads, params, addresses, stream, maps=()):
+        """One launch inside the caller's on_device block: the parameters, then the addresses and maps."""
+        block = launch.staging_view(len(params))
+        block[:len(params)] = params
+        for at, ptr in addresses:
+            _PTR.pack_into(block, at, ptr)
+        for (at, maker), t in maps:
+            block[at:at + 128] = maker(t.data_ptr())
+        launch.launch_current(kernel, grid, threads, self.dev, stream)
+
+    def _buffers(self):
+        """(work, accum, sems): device addresses of lse_log2 (then dpsum) and of the zeroed dQ
+        accumulator and turn counters (0 without dq). One allocation: a zeroed one when dq needs it
+        (lse_log2 and dpsum ride along), NaN-poisoned halves in debug builds. Returns the tensor to
+        keep alive with them."""
+        f32 = torch.float32
+        if self.debug or not self.need_dq:
+            work = self._buffer((2 * self.rows,), f32)
+            acc = torch.zeros((self.accum + self.sems,), dtype=f32, device=self.device) if self.need_dq else None
+            accum = acc.data_ptr() if acc is not None else 0
+            return (work, acc), work.data_ptr(), accum
+        buf = torch.zeros((self.accum + self.sems + 2 * self.rows,), dtype=f32, device=self.device)
+        accum = buf.data_ptr()
+        return buf, accum + 4 * (self.accum + self.sems), accum
+
+    def __call__(self, dout, q, k, v, out, lse):
+        if any(self.copies):
+            q, k, v, dout, out = (t.clone(memory_format=torch.contiguous_format) if c else t
+                                  for c, t in zip(self.copies, (q, k, v, dout, out)))
+        stream = launch.stream_handle(self.dev)
+        keep, lse_log2, accum = self._buffers()
+        dpsum = lse_log2 + 4 * self.rows
+        sems = accum + 4 * self.accum if self.sems else 0
+        dq = self._buffer(self.q_shape, self.dtype) if self.need_dq else None
+        dk = dv = None
+        if self.need_dkv:
+            dkv_dtype = torch.float32 if self.gqa else self.dtype
+            dk, dv = self._buffer(self.kv_shape, dkv_dtype), self._buffer(self.kv_shape, dkv_dtype)
+        with on_device(self.dev):
+            self._launch(self.pre, self.pre_grid, _AUX_THREADS, self.pre_params,
+                         zip(self.pre_at, (dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum)),
+                         stream)
+            self._launch(self.main, self.main_grid, THREADS, self.main_params,
+                         zip(self.main_at, (lse_log2, dpsum, accum, sems, _ptr(dk), _ptr(dv))), stream,
+                         zip(self.maps, (q, k, v, dout)))
+            if self.need_dq:
+                self._launch(self.post, self.post_grid, _AUX_THREADS, self.post_params,
+                             zip(self.post_at, (accum, dq.data_ptr())), stream)
+        del keep   # the launches are queued on the stream: the caching allocator keeps it until they ran
+        if self.need_dkv and self.gqa:
+            dk = dk.view(self.group_shape).sum(dim=3).to(self.dtype)
+            dv = dv.view(self.group_shape).sum(dim=3).to(self.dtype)
+        return dq, dk, dv

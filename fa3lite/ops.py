@@ -92,23 +92,43 @@ def _on_kernels(backend: str, run):
         return None
 
 
-def _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic=False, backend="auto"):
-    """The forward both entry points run, on validated arguments (see attention())."""
-    module = _kernel_module(q, k, v, softmax_scale, backend, "forward")
-    result = None
+def kernels_take(q, k, v, softmax_scale: float) -> bool:
+    """Whether the Hopper kernels take these validated inputs (no kernel reason, something to compute,
+    fa3lite.hopper importable): the verdict a call signature remembered in fa3lite.callkey stands for."""
+    if checks.kernel_reasons(q, k, v, softmax_scale) or fallback.is_empty(q, k):
+        return False
+    module = _hopper()
+    return all(callable(getattr(module, entry, None)) for entry in ("forward", "backward"))
+
+
+def forward_bhsd(query, key, value, softmax_scale: float, causal: bool, backend: str):
+    """out (B, Hq, Sq, D) from the kernels for (B, H, S, D) inputs of a call whose signature passed
+    every check (fa3lite.callkey), top-left causal, no autograd; None when the kernels' runtime
+    failed and the caller should take the general path (which falls back or raises)."""
+    module = _hopper()
+    result = _on_kernels(backend, lambda: module.forward_bhsd(query, key, value, softmax_scale, causal))
+    return None if result is None else result[0]
+
+
+def _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic=False, backend="auto",
+              checked=False):
+    """The forward both entry points run, on validated arguments (see attention()). ``checked``: the
+    caller established kernels_take for these inputs."""
+    module = _hopper() if checked else _kernel_module(q, k, v, softmax_scale, backend, "forward")
     if module is not None:
         result = _on_kernels(backend, lambda: module.forward(q, k, v, softmax_scale, causal, causal_offset))
-    if result is None:
-        return fallback.forward(q, k, v, softmax_scale, causal, causal_offset)
-    out, lse = result
+        if result is not None:
+            return result      # fresh contiguous tensors
+    out, lse = fallback.forward(q, k, v, softmax_scale, causal, causal_offset)
     # The fake promises contiguous results; compiled code relies on those strides.
     return out.contiguous(), lse.contiguous()
 
 
 def _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic=False,
-              backend="auto", need_dq=True, need_dkv=True):
-    """(dq, dk, dv) on validated arguments; a gradient that is not needed is None."""
-    module = _kernel_module(q, k, v, softmax_scale, backend, "backward")
+              backend="auto", need_dq=True, need_dkv=True, checked=False):
+    """(dq, dk, dv) on validated arguments; a gradient that is not needed is None. ``checked``: the
+    forward established kernels_take for (q, k, v)."""
+    module = _hopper() if checked else _kernel_module(q, k, v, softmax_scale, backend, "backward")
     result = None
     if module is not None:
         # dout comes from whatever follows attention; copying a misaligned one beats the slow path.
@@ -204,22 +224,37 @@ class _EagerAttention(torch.autograd.Function):
     (~50 us a call on the GPU machine, more than the whole kernel launch path at small shapes)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, softmax_scale, causal, causal_offset, deterministic, backend):
-        out, lse = _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend)
+    def forward(ctx, q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked):
+        out, lse = _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.attention_args = (softmax_scale, causal, causal_offset, deterministic, backend)
+        ctx.checked = checked
         ctx.mark_non_differentiable(lse)
         return out, lse
 
     @staticmethod
     def backward(ctx, dout, dlse):
-        return _grads(ctx, dout, _bwd_impl)
+        def kernels(*args):
+            return _bwd_impl(*args, checked=ctx.checked)
+
+        return _grads(ctx, dout, kernels) + (None,)
+
+
+def autograd_needed(q, k, v) -> bool:
+    """Whether an eager call must record the autograd node: grad mode with an input requiring grad, or
+    a forward-mode AD level open (dual tensors need the Function to refuse them)."""
+    return ((torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad))
+            or getattr(torch.autograd.forward_ad, "_current_level", -1) >= 0)
 
 
 def attention(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, deterministic: bool,
-              backend: str):
+              backend: str, checked: bool = False):
     """(out, lse) for validated arguments: the custom op while torch.compile traces (one graph node,
-    no break), the eager twin otherwise. Both run _fwd_impl / _bwd_impl, so results are identical."""
+    no break), the eager twin otherwise, or straight to the implementation when no autograd node is
+    needed. All run _fwd_impl / _bwd_impl, so results are identical. ``checked``: the caller
+    established kernels_take (fa3lite.callkey), so the kernel limits are not read again."""
     if torch.compiler.is_compiling():
         return FWD(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend)
-    return _EagerAttention.apply(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend)
+    if not autograd_needed(q, k, v):
+        return _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked)
+    return _EagerAttention.apply(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked)

@@ -24,6 +24,17 @@ def has_hopper() -> bool:
 requires_hopper = pytest.mark.skipif(not has_hopper(), reason="needs a Hopper (sm_90) GPU")
 
 
+@pytest.fixture(autouse=True)
+def _fresh_call_signatures():
+    """Each test starts with no remembered call signature (fa3lite.callkey): tests that stand in for
+    the kernel checks on CPU tensors must not leave verdicts that real calls could never earn."""
+    from fa3lite import callkey
+
+    callkey.forget()
+    yield
+    callkey.forget()
+
+
 def pytest_collection_modifyitems(config, items):
     if has_hopper():
         return

@@ -177,10 +177,10 @@ def test_sdpa_passes_views_to_the_op_and_returns_a_view(monkeypatch):
     seen = {}
     real = ops.attention
 
-    def spy(qq, kk, vv, scale, causal, offset, deterministic, backend):
+    def spy(qq, kk, vv, scale, causal, offset, deterministic, backend, checked=False):
         seen.update(q=qq, k=kk, v=vv, scale=scale, causal=causal, offset=offset,
                     deterministic=deterministic, backend=backend)
-        return real(qq, kk, vv, scale, causal, offset, deterministic, backend)
+        return real(qq, kk, vv, scale, causal, offset, deterministic, backend, checked)
 
     monkeypatch.setattr(ops, "attention", spy)
     out = fa3lite.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, backend="torch")

@@ -732,3 +732,15 @@ def test_environment_record_has_identity_fields():
     assert env["torch"] == torch.__version__
     assert len(source_hash()) == 16 and source_hash() == env["fa3lite_source_hash"]
     assert env["fa3lite_commit"]
+
+
+def test_host_time_table_has_a_column_per_mode():
+    run = BenchRun(meta={}, config={})
+    run.host_times = [HostTime("fa3lite", OK, 30.0, 31.0, mode="fwd"), HostTime("fa3lite", OK, 50.0, 51.0, mode="fwd_grad"),
+                      HostTime("fa3lite", OK, 300.0, 301.0, mode="fwd_bwd"),
+                      HostTime("fa3lite_graph", OK, 6.0, 7.0, mode="fwd"), HostTime("fa4", ABSENT, reason="absent")]
+    text = report.format_host_times(run, {}, "B=1")
+    lines = {line.split()[0]: line.split() for line in text.splitlines()[2:]}
+    assert lines["fa3lite"][1:] == ["30.0", "50.0", "300.0", "31.0"]
+    assert lines["fa3lite_graph"][1:] == ["6.0", "-", "-", "7.0"]
+    assert "absent" in lines["fa4"][1]

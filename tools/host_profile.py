@@ -1,40 +1,138 @@
-"""Where the host time of one small forward call goes (cProfile over many calls on a GPU)."""
+"""Where the host time of a small fa3lite call goes (issue 10), for whichever fa3lite is importable.
+
+    python3 tools/host_profile.py [--out FILE.json]
+
+At B=1, S=128, H=16, d=128, bf16, full mask, on the current GPU:
+  * host microseconds per call, issued back to back (median of 5 batches of 200 calls), for
+    flash_attn_func without grad, with inputs requiring grad (forward only), and forward+backward
+    (torch.autograd.grad); scaled_dot_product_attention and the custom op without grad;
+  * a cProfile of 2,000 no-grad calls with every function's own time put into one of the stages
+    below (profiling inflates Python-heavy stages, so the shares are relative; the first figures
+    are the real cost).
+"""
+from __future__ import annotations
+
+import argparse
 import cProfile
+import json
 import pstats
+import statistics
+import sys
 import time
 
 import torch
 
-import fa3lite
-from fa3lite import hopper
+STAGES = (   # (stage, substrings of "file:function" that belong to it), first match wins
+    ("tensor maps", ("tma.py",)),
+    ("parameter packing", ("params.py", "pack_into", "_FwdPlan.__init__")),
+    ("launch", ("launch.py", "cdriver.py", "driver.py", "_cuda_getCurrentRawStream")),
+    ("output allocation", ("torch.empty", "torch.zeros", "torch.full", "contiguous")),
+    ("validation", ("checks.py", "callkey.py", "fallback.py:is_empty")),
+    ("autograd bookkeeping", ("function.py", "Function", "apply", "autograd")),
+)
 
-q = torch.randn(1, 128, 16, 128, device="cuda", dtype=torch.bfloat16)
-k, v = torch.randn_like(q), torch.randn_like(q)
+
+def _stage(key: str) -> str:
+    for stage, needles in STAGES:
+        if any(n in key for n in needles):
+            return stage
+    return "other (dispatch, wrappers)"
 
 
-def timed(label, fn, n=300):
+def host_us(step, calls=200, batches=5) -> float:
     for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(n):
-        fn()
-    dt = (time.perf_counter() - t) / n * 1e6
-    torch.cuda.synchronize()
-    print(f"{label:40s} {dt:8.1f} us/call", flush=True)
+        step()
+    times = []
+    for _ in range(batches):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            step()
+        times.append((time.perf_counter() - t0) / calls * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(times)
 
 
-timed("flash_attn_func", lambda: fa3lite.flash_attn_func(q, k, v, causal=True))
-timed("torch.ops.fa3lite.fwd", lambda: torch.ops.fa3lite.fwd(q, k, v, 0.08, True, 0))
-timed("hopper.forward", lambda: hopper.forward(q, k, v, 0.08, True, 0))
-from fa3lite.runtime import tma  # noqa: E402
-timed("tma.bshd_map x1", lambda: tma.bshd_map(q, 128))
-from fa3lite import checks  # noqa: E402
-timed("checks.kernel_reasons", lambda: checks.kernel_reasons(q, k, v, 0.08))
-pr = cProfile.Profile()
-pr.enable()
-for _ in range(300):
-    fa3lite.flash_attn_func(q, k, v, causal=True)
-pr.disable()
-torch.cuda.synchronize()
-pstats.Stats(pr).sort_stats("tottime").print_stats(18)
+def _profile(call, calls: int = 1000, grad: bool = False):
+    """(us per call by stage, top functions by own time) of ``call`` under cProfile (no grad unless
+    ``grad``)."""
+    prof = cProfile.Profile()
+    with torch.set_grad_enabled(grad):
+        for _ in range(20):
+            call()
+        torch.cuda.synchronize()
+        prof.enable()
+        for _ in range(calls):
+            call()
+        prof.disable()
+    torch.cuda.synchronize()
+    stages: dict[str, float] = {}
+    top = []
+    for (file, line, func), (cc, nc, tt, ct, callers) in pstats.Stats(prof).stats.items():
+        key = f"{file.rsplit('/', 1)[-1]}:{func}"
+        stages[_stage(key)] = stages.get(_stage(key), 0.0) + tt / calls * 1e6
+        top.append((tt / calls * 1e6, nc // calls, key))
+    top.sort(reverse=True)
+    return (dict(sorted(stages.items(), key=lambda kv: -kv[1])),
+            [f"{us:7.2f} us  x{n}  {key}" for us, n, key in top[:15]])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out")
+    args = p.parse_args()
+    import fa3lite
+
+    q, k, v, dout = (torch.randn(1, 128, 16, 128, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
+    fn = fa3lite.flash_attn_func
+    with torch.no_grad():
+        fwd = host_us(lambda: fn(q, k, v))
+    fwd_grad = host_us(lambda: fn(*leaves))
+    fwd_bwd = host_us(lambda: torch.autograd.grad(fn(*leaves), leaves, dout))
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+    with torch.no_grad():
+        sdpa = host_us(lambda: fa3lite.scaled_dot_product_attention(qt, kt, vt))
+        op = host_us(lambda: torch.ops.fa3lite.fwd(q, k, v, 128 ** -0.5, False, 0))
+
+    with torch.no_grad():
+        sdpa_views = host_us(lambda: fa3lite.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), scale=128 ** -0.5,
+            backend="fa3lite").transpose(1, 2))
+        out, lse = fn(q, k, v, return_lse=True)
+    # The backward as autograd's device thread runs it, here on the main thread (cProfile sees one
+    # thread only): the op's implementation with every gradient.
+    from fa3lite import ops
+
+    import inspect
+
+    extra = {"checked": True} if "checked" in inspect.signature(ops._bwd_impl).parameters else {}
+
+    def bwd_impl():
+        return ops._bwd_impl(dout, q, k, v, out, lse, 128 ** -0.5, False, 0, False, "auto", True, True, **extra)
+
+    bwd = host_us(bwd_impl)
+    fwd_stages, fwd_top = _profile(lambda: fn(q, k, v))
+    bwd_stages, bwd_top = _profile(bwd_impl)
+    # A whole training step of the op, with autograd's engine on this thread so cProfile sees it.
+    with torch.autograd.set_multithreading_enabled(False):
+        step_stages, step_top = _profile(lambda: torch.autograd.grad(fn(*leaves), leaves, dout), grad=True)
+    result = {
+        "fa3lite": fa3lite.__file__, "device": torch.cuda.get_device_name(),
+        "host_us": {"fwd": fwd, "fwd_grad": fwd_grad, "fwd_bwd": fwd_bwd, "sdpa_fwd": sdpa,
+                    "sdpa_fwd on transposed views, scale, backend='fa3lite'": sdpa_views,
+                    "op_fwd (torch.ops.fa3lite.fwd)": op, "bwd (ops._bwd_impl, main thread)": bwd},
+        "profiled_us_per_call_by_stage": fwd_stages, "profiled_top": fwd_top,
+        "bwd_profiled_us_per_call_by_stage": bwd_stages, "bwd_profiled_top": bwd_top,
+        "fwd_bwd_profiled_us_per_call_by_stage": step_stages, "fwd_bwd_profiled_top": step_top,
+    }
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

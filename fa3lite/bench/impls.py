@@ -23,16 +23,21 @@ BASELINE = "cudnn"
 _FLEX_RECOMPILE_LIMIT = 256
 
 
+# Host-time modes (results.HostTime.mode): no grad, inputs requiring grad (forward only), forward+backward.
+HOST_MODES = ("fwd", "fwd_grad", "fwd_bwd")
+
+
 @dataclass(frozen=True)
 class Bound:
     """An implementation fixed to one mask/scale: call(q, k, v) -> out, all (B, S, H, d).
 
     context() is entered around a batch of calls (SDPA's backend selection), outside the timing of
-    each call but inside the loop that times them.
+    each call but inside the loop that times them. host_modes: the host-time modes it is timed in.
     """
 
     call: AttnCall
     context: Callable[[], ContextManager] = field(default=contextlib.nullcontext)
+    host_modes: tuple[str, ...] = HOST_MODES
 
 
 class Impl:
@@ -81,6 +86,59 @@ class Fa3lite(Impl):
             return fn(q, k, v, softmax_scale=scale, causal=causal, backend="fa3lite")
 
         return Bound(call)
+
+
+def fa3lite_host_entries():
+    """fa3lite's entries besides flash_attn_func timed for host time: (name, bind) pairs, bind taking
+    Impl.bind's arguments."""
+
+    def sdpa(causal, seqlen_q, seqlen_k, scale, device):
+        import fa3lite
+
+        fn = fa3lite.scaled_dot_product_attention
+
+        def call(q, k, v):
+            out = fn(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal, scale=scale,
+                     backend="fa3lite")
+            return out.transpose(1, 2)
+
+        return Bound(call)
+
+    def compiled(causal, seqlen_q, seqlen_k, scale, device):
+        import fa3lite
+
+        fn = torch.compile(lambda q, k, v: fa3lite.flash_attn_func(q, k, v, softmax_scale=scale, causal=causal,
+                                                                   backend="fa3lite"),
+                           fullgraph=True, dynamic=False)
+        return Bound(fn, host_modes=("fwd", "fwd_bwd"))
+
+    def graph(causal, seqlen_q, seqlen_k, scale, device):
+        """The call captured once per set of input addresses into a CUDA graph; calls replay it."""
+        import fa3lite
+
+        def run(q, k, v):
+            return fa3lite.flash_attn_func(q, k, v, softmax_scale=scale, causal=causal, backend="fa3lite")
+
+        state = {}
+
+        def call(q, k, v):
+            key = (q.data_ptr(), k.data_ptr(), v.data_ptr())
+            if state.get("key") != key:
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    run(q, k, v)                      # kernels loaded before the capture
+                torch.cuda.current_stream().wait_stream(side)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    out = run(q, k, v)
+                state.update(key=key, graph=g, out=out)
+            state["graph"].replay()
+            return state["out"]
+
+        return Bound(call, host_modes=("fwd",))
+
+    return [("fa3lite_sdpa", sdpa), ("fa3lite_compiled", compiled), ("fa3lite_graph", graph)]
 
 
 class Sdpa(Impl):

@@ -110,13 +110,23 @@ def format_untimed(run: BenchRun, labels: dict[str, str]) -> str:
 
 
 def format_host_times(run: BenchRun, labels: dict[str, str], shape: str) -> str:
-    lines = [f"Host time per forward call at {shape} (issued back to back; wall includes the GPU):",
-             f"  {'impl':<12} {'host us':>9} {'wall us':>9}"]
+    """One row per implementation or fa3lite entry, host microseconds per call in each mode (wall:
+    the no-grad forward including the GPU)."""
+    modes = ("fwd", "fwd_grad", "fwd_bwd")
+    lines = [f"Host time per call at {shape}, us (issued back to back; fwd: inputs without grad, "
+             f"fwd_grad: inputs requiring grad, fwd_bwd: forward + autograd.grad; wall: fwd with the GPU):",
+             f"  {'impl':<18} " + " ".join(f"{m:>9}" for m in modes) + f" {'wall':>9}"]
+    rows: dict[str, dict[str, object]] = {}
     for h in run.host_times:
-        if h.status == OK:
-            lines.append(f"  {labels.get(h.impl, h.impl):<12} {h.host_us:>9.1f} {h.wall_us:>9.1f}")
-        else:
-            lines.append(f"  {labels.get(h.impl, h.impl):<12} {STATUS_WORDS[h.status]:>9}  {h.reason[:90]}")
+        rows.setdefault(h.impl, {})[h.mode] = h
+    for impl, by_mode in rows.items():
+        first = next(iter(by_mode.values()))
+        if first.status != OK:
+            lines.append(f"  {labels.get(impl, impl):<18} {STATUS_WORDS[first.status]:>9}  {first.reason[:90]}")
+            continue
+        cells = [f"{by_mode[m].host_us:>9.1f}" if m in by_mode else f"{'-':>9}" for m in modes]
+        wall = f"{by_mode['fwd'].wall_us:>9.1f}" if "fwd" in by_mode else f"{'-':>9}"
+        lines.append(f"  {labels.get(impl, impl):<18} " + " ".join(cells) + f" {wall}")
     return "\n".join(lines)
 
 

@@ -44,13 +44,21 @@ class Measurement:
 
 @dataclass(frozen=True)
 class HostTime:
-    """Host microseconds per forward call at the tiny shape (issue only, and issue + GPU)."""
+    """Host microseconds per call at the tiny shape (issue only, and issue + GPU).
+
+    mode: "fwd" (inputs without grad), "fwd_grad" (inputs that require grad, forward only) or
+    "fwd_bwd" (forward and torch.autograd.grad: one training step of the op). impl names an
+    implementation, or an fa3lite entry: "fa3lite_sdpa" (fa3lite.scaled_dot_product_attention),
+    "fa3lite_compiled" (inside torch.compile, the custom-op path), "fa3lite_graph" (replaying a
+    captured CUDA graph of the call).
+    """
 
     impl: str
     status: str
     host_us: float | None = None
     wall_us: float | None = None
     reason: str = ""
+    mode: str = "fwd"
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from .results import (
     HostTime,
     Measurement,
 )
+from .impls import fa3lite_host_entries
 from .timing import Stats, rotation_sets
 
 ODD_SEQLEN = 1000  # not a multiple of 64, 80, 128, 176 or 192: exercises every tile's ragged tail
@@ -400,7 +401,8 @@ class GridRunner:
 
     # ---- host time at a tiny shape ----------------------------------------------------------
     def host_times(self) -> list[HostTime]:
-        """Forward host time per call for every implementation at HOST_SHAPE (full mask)."""
+        """Host time per call at HOST_SHAPE (full mask) for every implementation in each HOST_MODES
+        mode, then fa3lite's other entries (HostTime's docstring)."""
         s = HOST_SHAPE
         scale = self._scale(s["head_dim"])
         if self.fatal:
@@ -410,25 +412,43 @@ class GridRunner:
                                       self.dtype, self.device, self._generator("host"))
         refs = [head_reference(q, k, v, dout, b, h, scale, False, 0, False)
                 for b, h in sample_heads(s["batch"], s["heads"])]
-        for impl in self.impls:
-            if impl.name in self.absent:
-                results.append(HostTime(impl.name, ABSENT, reason=self.absent[impl.name]))
+        entries = [(impl.name, impl.bind) for impl in self.impls]
+        if (self.device.type == "cuda" and "fa3lite" not in self.absent
+                and any(impl.name == "fa3lite" for impl in self.impls)):
+            entries += fa3lite_host_entries()
+        for name, bind in entries:
+            if name in self.absent:
+                results.append(HostTime(name, ABSENT, reason=self.absent[name]))
                 continue
             if self._stop_reason():
-                results.append(HostTime(impl.name, SKIPPED, reason=self._stop_reason()))
+                results.append(HostTime(name, SKIPPED, reason=self._stop_reason()))
                 continue
             try:
-                bound = _guarded(lambda: impl.bind(False, s["seqlen"], s["seqlen"], scale, self.device))
+                bound = _guarded(lambda: bind(False, s["seqlen"], s["seqlen"], scale, self.device))
                 with bound.context():
                     got, _ = _guarded(lambda: run_with_grads(bound.call, q, k, v, dout, False))
                 verdicts = _verdicts(refs, got, None)
                 if not all(x.ok for x in verdicts):
-                    results.append(HostTime(impl.name, WRONG, reason=_describe(verdicts)))
+                    results.append(HostTime(name, WRONG, reason=_describe(verdicts)))
                     continue
-                host_us, wall_us = _guarded(lambda: self.timer.host_time(
-                    lambda: bound.call(q, k, v), context=_entered(bound.context, torch.no_grad)))
-                results.append(HostTime(impl.name, OK, host_us, wall_us))
+                for mode in bound.host_modes:
+                    step, context = _host_step(bound, mode, q, k, v, dout)
+                    host_us, wall_us = _guarded(lambda: self.timer.host_time(step, context=context))
+                    results.append(HostTime(name, OK, host_us, wall_us, mode=mode))
             except _Refused as r:
-                results.append(HostTime(impl.name, r.status, reason=r.reason))
+                results.append(HostTime(name, r.status, reason=r.reason))
             self._cleanup()
         return results
+
+
+def _host_step(bound, mode: str, q, k, v, dout):
+    """(step, context factory) issuing one call of ``bound`` in ``mode`` (HostTime.mode)."""
+    if mode == "fwd":
+        return (lambda: bound.call(q, k, v)), _entered(bound.context, torch.no_grad)
+    leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
+    if mode == "fwd_grad":
+        return (lambda: bound.call(*leaves)), _entered(bound.context, torch.enable_grad)
+    if mode == "fwd_bwd":
+        return (lambda: torch.autograd.grad(bound.call(*leaves), leaves, dout)), \
+            _entered(bound.context, torch.enable_grad)
+    raise ValueError(f"unknown host-time mode {mode!r}")

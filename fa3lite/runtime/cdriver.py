@@ -129,8 +129,8 @@ def pop_context() -> int:
     return ctx.value or 0
 
 
-def launch(function: int, grid, block: int, smem: int, stream: int, params_addr: int) -> int:
-    """cuLaunchKernel of a kernel with one by-value parameter block at ``params_addr``; returns the
-    CUresult (the caller knows the kernel's name for the message)."""
-    argv = (ctypes.c_void_p * 1)(params_addr)
+def launch(function: int, grid, block: int, smem: int, stream: int, argv) -> int:
+    """cuLaunchKernel of a kernel with one by-value parameter block; ``argv`` is its kernelParams array
+    (one pointer to the block). Returns the CUresult (the caller knows the kernel's name for the
+    message)."""
     return _lib().cuLaunchKernel(function, grid[0], grid[1], grid[2], block, 1, 1, smem, stream, argv, None)

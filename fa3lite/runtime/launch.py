@@ -75,17 +75,62 @@ def forget_failures() -> None:
         _failed.clear()
 
 
+class _Staging(threading.local):
+    """Per-thread, 64-byte-aligned parameter block and its one-entry kernelParams array, reused by
+    every launch of the thread: the driver copies the parameters during cuLaunchKernel, so the block
+    is free again when the call returns."""
+
+    def __init__(self):
+        self.size = 0
+        self.grow(1024)
+
+    def grow(self, size: int) -> None:
+        self.raw = ctypes.create_string_buffer(size + _PARAM_ALIGN)
+        self.base = (ctypes.addressof(self.raw) + _PARAM_ALIGN - 1) // _PARAM_ALIGN * _PARAM_ALIGN
+        self.view = memoryview((ctypes.c_char * size).from_address(self.base)).cast("B")
+        self.argv = (ctypes.c_void_p * 1)(self.base)
+        self.size = size
+
+
+_staging = _Staging()
+
+
+def staging_block(size: int) -> int:
+    """Address of this thread's parameter block, at least ``size`` bytes, for launch_staged: a caller
+    may write the parameters there itself instead of packing bytes first."""
+    staging = _staging
+    if size > staging.size:
+        staging.grow(size)
+    return staging.base
+
+
+def staging_view(size: int) -> memoryview:
+    """This thread's parameter block (at least ``size`` bytes) as a writable byte view."""
+    staging = _staging
+    if size > staging.size:
+        staging.grow(size)
+    return staging.view
+
+
 def launch(kernel: Loaded, grid: tuple[int, int, int], block: int, params: bytes,
            device_index: int, stream_handle: int) -> None:
-    """Launch with one by-value struct parameter (``params``, packed by ParamStruct).
+    """Launch with one by-value struct parameter (``params``, packed by ParamStruct)."""
+    ctypes.memmove(staging_block(len(params)), params, len(params))
+    launch_staged(kernel, grid, block, device_index, stream_handle)
 
-    The driver copies the parameter block during the call, so a per-call buffer is enough.
-    """
-    raw = ctypes.create_string_buffer(len(params) + _PARAM_ALIGN)
-    base = (ctypes.addressof(raw) + _PARAM_ALIGN - 1) // _PARAM_ALIGN * _PARAM_ALIGN
-    ctypes.memmove(base, params, len(params))
+
+def launch_staged(kernel: Loaded, grid: tuple[int, int, int], block: int, device_index: int,
+                  stream_handle: int) -> None:
+    """Launch with this thread's parameter block (staging_view) as the by-value struct parameter."""
     with on_device(device_index):
-        err = cdriver.launch(kernel.handle, grid, block, kernel.smem_bytes, stream_handle, base)
+        launch_current(kernel, grid, block, device_index, stream_handle)
+
+
+def launch_current(kernel: Loaded, grid: tuple[int, int, int], block: int, device_index: int,
+                   stream_handle: int) -> None:
+    """launch_staged for a caller already inside ``on_device(device_index)`` (several launches in a
+    row then ask for the current context once)."""
+    err = cdriver.launch(kernel.handle, grid, block, kernel.smem_bytes, stream_handle, _staging.argv)
     if err:
         raise CudaDriverError(f"launching kernel {kernel.name} on cuda:{device_index} (grid {tuple(grid)}, "
                               f"block {block}, {kernel.smem_bytes} bytes of dynamic shared memory) failed: "

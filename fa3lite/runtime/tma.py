@@ -33,7 +33,7 @@ def _dtype_enum(dtype) -> int:
     return table[dtype]
 
 
-def encode(ptr: int, dtype, dims: list[int], strides_bytes: list[int], box: list[int],
+def encode(ptr: int, dtype, dims, strides_bytes, box,
            device_index: int, swizzle_128b: bool = True) -> bytes:
     """128 bytes of a tiled tensor map of memory on ``device_index``. ``dims``/``box`` innermost first;
     ``strides_bytes`` for dims 1..n-1."""
@@ -56,26 +56,50 @@ def encode(ptr: int, dtype, dims: list[int], strides_bytes: list[int], box: list
     return blob
 
 
-def bshd_map(t, box_rows: int, box_col_blocks: int | None = None) -> bytes:
-    """Tensor map of a (B, S, H, D) tensor for boxes of ``box_rows`` rows x ``box_col_blocks`` blocks
-    of 64 columns (default: all D columns).
-
-    D must be a multiple of 64; the last dim must be contiguous. Dims of size 1 get a nominal stride
-    (it is never used) so that views with arbitrary strides there still encode.
-    """
-    B, S, H, D = t.shape
-    sb, ss, sh, sd = t.stride()
+def bshd_geometry(shape, stride, element_size: int, box_rows: int, box_col_blocks: int | None = None):
+    """(dims, strides_bytes, box) of the tensor map of a (B, S, H, D) tensor with these sizes and
+    element strides, for boxes of ``box_rows`` rows x ``box_col_blocks`` blocks of 64 columns (default:
+    all D columns). D must be a multiple of 64 and the last dim contiguous. Dims of size 1 get a
+    nominal stride (it is never used) so that views with arbitrary strides there still encode."""
+    B, S, H, D = shape
+    sb, ss, sh, sd = stride
     if sd != 1:
         raise ValueError(f"last dimension must be contiguous (stride 1), got stride {sd}")
     if D % COLS:
         raise ValueError(f"head dim must be a multiple of {COLS}, got {D}")
-    es = t.element_size()
-    nominal = D * es
+    nominal = D * element_size
 
-    def stride(n: int, s: int) -> int:
-        return nominal if n == 1 else s * es
+    def nbytes(n: int, s: int) -> int:
+        return nominal if n == 1 else s * element_size
 
-    dims = [COLS, S, D // COLS, H, B]
-    strides = [stride(S, ss), COLS * es, stride(H, sh), stride(B, sb)]
-    box = [COLS, box_rows, box_col_blocks or D // COLS, 1, 1]
+    dims = (COLS, S, D // COLS, H, B)
+    strides = (nbytes(S, ss), COLS * element_size, nbytes(H, sh), nbytes(B, sb))
+    box = (COLS, box_rows, box_col_blocks or D // COLS, 1, 1)
+    return dims, strides, box
+
+
+def bshd_map(t, box_rows: int, box_col_blocks: int | None = None) -> bytes:
+    """Tensor map of a (B, S, H, D) tensor (see bshd_geometry)."""
+    dims, strides, box = bshd_geometry(t.shape, t.stride(), t.element_size(), box_rows, box_col_blocks)
     return encode(t.data_ptr(), t.dtype, dims, strides, box, t.device.index)
+
+
+class MapMaker:
+    """Tensor maps of one tensor geometry at any address: encode() for each new address, with the
+    last few kept (in a loop the caching allocator hands the same addresses back)."""
+
+    __slots__ = ("dtype", "geometry", "device_index", "_by_ptr")
+    _KEEP = 32
+
+    def __init__(self, dtype, geometry, device_index: int):
+        self.dtype, self.geometry, self.device_index = dtype, geometry, device_index
+        self._by_ptr: dict[int, bytes] = {}
+
+    def __call__(self, ptr: int) -> bytes:
+        blob = self._by_ptr.get(ptr)
+        if blob is None:
+            blob = encode(ptr, self.dtype, *self.geometry, self.device_index)
+            if len(self._by_ptr) >= self._KEEP:
+                self._by_ptr.clear()
+            self._by_ptr[ptr] = blob
+        return blob

@@ -1,0 +1,76 @@
+"""Signatures of calls that passed every check and run on the kernels, so that repeating one skips
+the checks.
+
+The checks of an attention call (checks.attention_problems, scale/flag/backend problems,
+sdpa_unsupported/sdpa_problems, kernel_reasons, fallback.is_empty) read nothing but: the type of
+each argument, each tensor's shape, strides, dtype and device and whether its address is 16-byte
+aligned, the scale and the flags. A key holds exactly those, so two calls with equal keys get the
+same verdicts. Only exact types make a key (torch.Tensor itself, float or None scales, bool flags,
+str backends): True == 1 and 1.0 == 1 hash alike, so a looser key could let an int flag or a Tensor
+subclass reuse a verdict that was never given for it. Anything else (and anything while
+torch.compile traces) takes the full checks every time.
+
+    flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend) -> key or None
+    sdpa_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend) -> key or None
+    passed(key) -> bool;  remember(key)
+"""
+from __future__ import annotations
+
+import torch
+
+_LIMIT = 4096            # keys kept; past it the set starts over (a miss only costs the full checks)
+_passed: set[tuple] = set()
+_Tensor = torch.Tensor
+_SCALES = (float, type(None))
+
+
+def _tensor(t) -> tuple:
+    """What the checks read of one tensor (raises for tensors without storage, e.g. under vmap)."""
+    if type(t) is not _Tensor:
+        raise TypeError
+    return t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16 == 0
+
+
+def _exact(flags, scale, backend) -> bool:
+    return (all(type(f) is bool for f in flags) and type(scale) in _SCALES and type(backend) is str
+            and not torch.compiler.is_compiling())
+
+
+def flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend):
+    """Key of a flash_attn_func call, or None when it cannot have one."""
+    if not _exact((causal, deterministic, return_lse), softmax_scale, backend):
+        return None
+    try:
+        return ("flash", _tensor(q), _tensor(k), _tensor(v), softmax_scale, causal, deterministic,
+                return_lse, backend)
+    except (TypeError, RuntimeError):
+        return None
+
+
+def sdpa_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend):
+    """Key of a scaled_dot_product_attention call, or None (any mask, dropout or loose type)."""
+    if attn_mask is not None or type(dropout_p) is not float or dropout_p != 0.0:
+        return None
+    if not _exact((is_causal, enable_gqa), scale, backend):
+        return None
+    try:
+        return ("sdpa", _tensor(query), _tensor(key), _tensor(value), is_causal, scale, enable_gqa, backend)
+    except (TypeError, RuntimeError):
+        return None
+
+
+def passed(key) -> bool:
+    return key is not None and key in _passed
+
+
+def remember(key) -> None:
+    if key is None:
+        return
+    if len(_passed) >= _LIMIT:
+        _passed.clear()
+    _passed.add(key)
+
+
+def forget() -> None:
+    """Forget every key (for tests)."""
+    _passed.clear()

@@ -1,0 +1,179 @@
+"""The fast path of repeated calls (fa3lite.callkey): a call signature that passed every check skips
+them next time, and anything the checks read that changes makes a different key (CPU)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fa3lite
+from fa3lite import callkey, checks, fallback, ops
+
+
+def _qkv(shape=(2, 9, 4, 64), dtype=torch.bfloat16):
+    return [torch.randn(shape, dtype=dtype) for _ in range(3)]
+
+
+def _key(q, k, v, scale=None, causal=False, deterministic=False, return_lse=False, backend="auto"):
+    return callkey.flash_key(q, k, v, scale, causal, deterministic, return_lse, backend)
+
+
+def test_same_metadata_other_data_gives_the_same_key():
+    assert _key(*_qkv()) == _key(*_qkv())
+
+
+@pytest.mark.parametrize("change", ["shape", "stride", "dtype", "device", "alignment", "scale", "causal",
+                                    "deterministic", "return_lse", "backend"])
+def test_every_property_the_checks_read_changes_the_key(change):
+    q, k, v = _qkv()
+    base = _key(q, k, v)
+    if change == "shape":
+        other = _key(torch.randn(2, 10, 4, 64, dtype=torch.bfloat16), k, v)
+    elif change == "stride":
+        other = _key(torch.randn(2, 4, 9, 64, dtype=torch.bfloat16).transpose(1, 2), k, v)
+    elif change == "dtype":
+        other = _key(q, k.half(), v)
+    elif change == "device":
+        other = _key(q, k.to("meta"), v)
+    elif change == "alignment":
+        flat = torch.randn(q.numel() + 1, dtype=torch.bfloat16)
+        misaligned = flat[1:].view(q.shape)                # 2 bytes past a 16-byte boundary
+        assert misaligned.data_ptr() % 16 and misaligned.stride() == q.stride()
+        other = _key(misaligned, k, v)
+    elif change == "scale":
+        other = _key(q, k, v, scale=0.1)
+    elif change == "backend":
+        other = _key(q, k, v, backend="fa3lite")
+    else:
+        other = _key(q, k, v, **{change: True})
+    assert other is not None and other != base
+
+
+@pytest.mark.parametrize("loose", ["int_flag", "int_scale", "numpy_like_scale", "subclass", "not_a_tensor"])
+def test_loose_types_get_no_key(loose):
+    """True == 1 and 1.0 == 1 hash alike: such calls must take the full checks every time."""
+    q, k, v = _qkv()
+
+    class Scale(float):
+        pass
+
+    if loose == "int_flag":
+        assert _key(q, k, v, causal=1) is None
+    elif loose == "int_scale":
+        assert _key(q, k, v, scale=1) is None
+    elif loose == "numpy_like_scale":
+        assert _key(q, k, v, scale=Scale(0.1)) is None
+    elif loose == "subclass":
+        assert _key(torch.nn.Parameter(q), k, v) is None
+    else:
+        assert _key(q.tolist(), k, v) is None
+
+
+def test_sdpa_keys_only_without_mask_or_dropout():
+    q, k, v = (t.transpose(1, 2) for t in _qkv())
+    key = callkey.sdpa_key(q, k, v, None, 0.0, False, None, False, "auto")
+    assert key is not None
+    assert callkey.sdpa_key(q, k, v, torch.ones(9, 9, dtype=torch.bool), 0.0, False, None, False, "auto") is None
+    assert callkey.sdpa_key(q, k, v, None, 0.1, False, None, False, "auto") is None
+    assert callkey.sdpa_key(q, k, v, None, 0, False, None, False, "auto") is None
+    assert callkey.sdpa_key(q, k, v, None, 0.0, True, None, False, "auto") != key
+
+
+@pytest.fixture
+def kernels_on_cpu(monkeypatch):
+    """Kernel checks pass for CPU tensors and the "kernels" are the fallback; counts kernel_reasons."""
+    from fa3lite import hopper
+
+    seen = []
+
+    def reasons(q, k, v, softmax_scale=None):
+        seen.append(q.stride())
+        return []
+
+    monkeypatch.setattr(checks, "kernel_reasons", reasons)
+    monkeypatch.setattr(hopper, "forward", fallback.forward)
+
+    def forward_bhsd(query, key, value, scale, causal):
+        out, lse = fallback.forward(*(t.transpose(1, 2) for t in (query, key, value)), scale, causal, 0)
+        return out.transpose(1, 2), lse
+
+    monkeypatch.setattr(hopper, "forward_bhsd", forward_bhsd)
+    monkeypatch.setattr(hopper, "backward", lambda *a, need_dq, need_dkv: fallback.backward(
+        *a[:9], need_dq=need_dq, need_dkv=need_dkv))     # a[9] is deterministic
+    return seen
+
+
+def test_a_repeated_call_skips_the_checks_and_a_changed_one_does_not(kernels_on_cpu):
+    q, k, v = _qkv()
+    want = fallback.forward(q, k, v, 64 ** -0.5, True, 0)[0]
+    for _ in range(3):
+        assert torch.equal(fa3lite.flash_attn_func(q, k, v, causal=True), want)
+    assert len(kernels_on_cpu) == 1                       # checked once, remembered
+    qt = q.transpose(1, 2).contiguous().transpose(1, 2)   # same values, other strides
+    assert torch.equal(fa3lite.flash_attn_func(qt, k, v, causal=True), want)
+    assert len(kernels_on_cpu) == 2
+
+
+def test_a_remembered_signature_never_hides_an_invalid_call(kernels_on_cpu):
+    q, k, v = _qkv()
+    fa3lite.flash_attn_func(q, k, v)
+    with pytest.raises(fa3lite.InputError, match="causal: expected a bool"):
+        fa3lite.flash_attn_func(q, k, v, causal=1)
+    with pytest.raises(fa3lite.InputError, match="k.dtype"):
+        fa3lite.flash_attn_func(q, k.half(), v)
+    with pytest.raises(fa3lite.InputError, match="softmax_scale"):
+        fa3lite.flash_attn_func(q, k, v, softmax_scale=float("nan"))
+
+
+def test_fast_path_with_grads_and_without(kernels_on_cpu):
+    q, k, v = (t.requires_grad_() for t in _qkv((1, 7, 2, 64), torch.float32))
+    for _ in range(2):
+        out = fa3lite.flash_attn_func(q, k, v, causal=True)
+        assert out.grad_fn is not None
+        dq, dk, dv = torch.autograd.grad(out.sum(), (q, k, v))
+    with torch.no_grad():
+        assert fa3lite.flash_attn_func(q, k, v, causal=True).grad_fn is None
+    ref = [t.detach().requires_grad_() for t in (q, k, v)]
+    want = torch.autograd.grad(fa3lite.flash_attn_func(*ref, causal=True, backend="torch").sum(), ref)
+    for got, w in zip((dq, dk, dv), want):
+        torch.testing.assert_close(got, w)
+
+
+def test_forward_mode_ad_still_goes_through_autograd(kernels_on_cpu):
+    """A dual tensor needs the autograd Function (which has no jvp) to refuse it, not a silent drop."""
+    import torch.autograd.forward_ad as fwAD
+
+    q, k, v = _qkv((1, 5, 2, 64), torch.float32)
+    fa3lite.flash_attn_func(q, k, v)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(q, torch.randn_like(q))
+        with pytest.raises(RuntimeError):
+            fwAD.unpack_dual(fa3lite.flash_attn_func(dual, k, v)).tangent.sum()
+
+
+def test_sdpa_fast_path_matches(kernels_on_cpu):
+    q, k, v = (t.transpose(1, 2) for t in _qkv())
+    first = fa3lite.scaled_dot_product_attention(q, k, v, is_causal=True)
+    again = fa3lite.scaled_dot_product_attention(q, k, v, is_causal=True)      # no grad: forward_bhsd
+    assert torch.equal(first, again) and len(kernels_on_cpu) == 1
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    with_grad = fa3lite.scaled_dot_product_attention(*leaves, is_causal=True)  # autograd: the op path
+    assert torch.equal(with_grad.detach(), first) and with_grad.grad_fn is not None
+    want = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
+    torch.testing.assert_close(again.float(), want, atol=2e-2, rtol=2e-2)
+
+
+def test_remembered_signatures_stay_bounded(kernels_on_cpu, monkeypatch):
+    monkeypatch.setattr(callkey, "_LIMIT", 16)
+    for s in range(1, 200):
+        q = torch.randn(1, s, 1, 64, dtype=torch.bfloat16)
+        fa3lite.flash_attn_func(q, q, q)
+        assert len(callkey._passed) <= 16
+
+
+def test_kernels_take_needs_both_entries(monkeypatch):
+    import types
+
+    q, k, v = _qkv()
+    monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None: [])
+    monkeypatch.setattr(ops, "_hopper", lambda: types.SimpleNamespace(forward=fallback.forward))
+    assert not ops.kernels_take(q, k, v, 0.1)

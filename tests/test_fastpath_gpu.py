@@ -1,0 +1,106 @@
+"""The cached fast path on the GPU (issue 10): remembered call signatures (fa3lite.callkey) and cached
+launch plans (hopper._plans) give the same results as the first, fully checked call, thousands of
+times over varying shapes, dtypes and layouts, and the caches stay bounded."""
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import pytest
+import torch
+
+import fa3lite
+from fa3lite import callkey
+from conftest import assert_close_fa3, fa3_atol, ref_attention
+
+pytestmark = pytest.mark.gpu
+
+
+def _make(layout, shape, dtype, gen):
+    b, s, h, d = shape
+    if layout == "contiguous":
+        return torch.randn(shape, device="cuda", generator=gen).to(dtype)
+    if layout == "transposed":
+        return torch.randn(b, h, s, d, device="cuda", generator=gen).to(dtype).transpose(1, 2)
+    return torch.randn(b, s, 3, h, d, device="cuda", generator=gen).to(dtype)[:, :, 1]   # packed qkv
+
+
+def _cases():
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    shapes = [(1, 1, 1, 2, 1), (2, 77, 130, 4, 2), (1, 128, 128, 4, 4), (2, 200, 33, 2, 1)]
+    for (b, sq, sk, hq, hk), d, dtype, layout, causal in itertools.product(
+            shapes, (64, 128), (torch.bfloat16, torch.float16), ("contiguous", "transposed", "packed"),
+            (False, True)):
+        q = _make(layout, (b, sq, hq, d), dtype, gen)
+        k, v = (_make(layout, (b, sk, hk, d), dtype, gen) for _ in range(2))
+        yield q, k, v, causal
+
+
+def test_thousands_of_cached_calls_match_the_checked_first_call():
+    from fa3lite import hopper
+
+    callkey.forget()
+    hopper._plans.clear()
+    cases = []
+    for q, k, v, causal in _cases():
+        first = fa3lite.flash_attn_func(q, k, v, causal=causal, backend="fa3lite")
+        ref, _ = ref_attention(q, k, v, None, causal, k.shape[1] - q.shape[1])
+        pt, _ = ref_attention(q, k, v, None, causal, k.shape[1] - q.shape[1], dtype=q.dtype)
+        assert_close_fa3(first, ref, pt, fa3_atol(ref), f"out {tuple(q.shape)} {tuple(k.shape)} {q.stride()}")
+        cases.append((q, k, v, causal, first))
+    assert len(callkey._passed) == len(cases)      # one signature each: layouts and dtypes never collide
+    assert len(hopper._plans) == len(cases)
+    calls = 0
+    for _ in range(30):
+        for q, k, v, causal, first in cases:
+            assert torch.equal(fa3lite.flash_attn_func(q, k, v, causal=causal, backend="fa3lite"), first)
+            calls += 1
+    assert calls >= 2000
+    assert len(callkey._passed) == len(cases) and len(hopper._plans) == len(cases)
+
+
+def test_cached_calls_with_gradients_repeat_bitwise():
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    q, k, v = (_make("packed", (2, 150, 4, 128), torch.bfloat16, gen).requires_grad_() for _ in range(3))
+    dout = torch.randn(2, 150, 4, 128, device="cuda", generator=gen).bfloat16()
+    runs = []
+    for _ in range(20):
+        out = fa3lite.flash_attn_func(q, k, v, causal=True, deterministic=True, backend="fa3lite")
+        runs.append((out.detach(),) + torch.autograd.grad(out, (q, k, v), dout))
+    assert all(torch.equal(a, b) for run in runs[1:] for a, b in zip(run, runs[0]))
+
+
+def test_a_misaligned_view_with_a_cached_shape_and_strides_is_not_taken_for_it():
+    q = torch.randn(1, 64, 2, 64, device="cuda", dtype=torch.bfloat16)
+    want = fa3lite.flash_attn_func(q, q, q)
+    flat = torch.empty(q.numel() + 8, device="cuda", dtype=torch.bfloat16)
+    misaligned = flat[1:1 + q.numel()].view(q.shape)
+    misaligned.copy_(q)
+    assert misaligned.stride() == q.stride() and misaligned.data_ptr() % 16
+    with pytest.raises(fa3lite.InputError, match="data_ptr"):
+        fa3lite.flash_attn_func(misaligned, q, q, backend="fa3lite")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fa3lite.FallbackWarning)
+        got = fa3lite.flash_attn_func(misaligned, q, q)
+    torch.testing.assert_close(got, want, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("layout", ["bhsd", "bshd_storage"])
+@pytest.mark.parametrize("sq,sk,causal", [(100, 100, True), (100, 100, False), (37, 300, False)])
+def test_sdpa_without_grad_matches_flash_bitwise(layout, sq, sk, causal):
+    """The no-grad SDPA fast path (hopper.forward_bhsd, no view ops) runs the same kernel as
+    flash_attn_func on the transposed views: equal bits, and out is a transposed contiguous buffer."""
+    gen = torch.Generator(device="cuda").manual_seed(sq + sk)
+
+    def make(s, h):
+        if layout == "bhsd":
+            return torch.randn(2, h, s, 128, device="cuda", generator=gen).bfloat16()
+        return torch.randn(2, s, h, 128, device="cuda", generator=gen).bfloat16().transpose(1, 2)
+
+    q, k, v = make(sq, 4), make(sk, 2), make(sk, 2)
+    want = fa3lite.flash_attn_func(*(t.transpose(1, 2) for t in (q, k, v)), causal=causal).transpose(1, 2)
+    with torch.no_grad():
+        for _ in range(3):
+            got = fa3lite.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+            assert torch.equal(got, want)
+            assert got.shape == (2, 4, sq, 128) and got.transpose(1, 2).is_contiguous()
