@@ -131,10 +131,10 @@ def _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, det
     module = _hopper() if checked else _kernel_module(q, k, v, softmax_scale, backend, "backward")
     result = None
     if module is not None:
-        # dout comes from whatever follows attention; copying a misaligned one beats the slow path.
-        dout_k, out_k = checks.tma_ready(dout), checks.tma_ready(out)
+        # dout comes from whatever follows attention: a layout the tensor maps cannot take is copied
+        # by the kernels' host side (hopper_bwd), which beats the slow path.
         result = _on_kernels(backend, lambda: module.backward(
-            dout_k, q, k, v, out_k, lse, softmax_scale, causal, causal_offset, deterministic,
+            dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
             need_dq=need_dq, need_dkv=need_dkv))
     if result is None:
         result = fallback.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset,
