@@ -52,9 +52,8 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=Fal
         problems += checks.backend_problems(backend)
         checks.raise_if_any(problems, "flash_attn_func")
     scale = q.shape[3] ** -0.5 if softmax_scale is None else float(softmax_scale)
-    if not checked and key is not None and backend != "torch" and ops.kernels_take(q, k, v, scale):
-        callkey.remember(key)
-        checked = True
+    if not checked:
+        checked = ops.remember_if_kernels_take(key, q, k, v, scale, backend)
     causal_offset = k.shape[1] - q.shape[1] if causal else 0
     out, lse = ops.attention(q, k, v, scale, causal, causal_offset, deterministic, backend, checked)
     return (out, lse) if return_lse else out
@@ -98,10 +97,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             reasons = checks.sdpa_problems(q4, k4, v4, dropout_p, is_causal, scale, enable_gqa)
             if not reasons:
                 softmax_scale = q4.shape[3] ** -0.5 if scale is None else float(scale)
-                checked = call is not None and ops.kernels_take(
-                    *(t.transpose(1, 2) for t in (q4, k4, v4)), softmax_scale)
-                if checked:
-                    callkey.remember(call)
+                checked = ops.remember_if_kernels_take(call, *(t.transpose(1, 2) for t in (q4, k4, v4)),
+                                                       softmax_scale, backend)
                 return _fa3lite_sdpa(query, key, value, is_causal, scale, backend, checked)
         if backend == "fa3lite":
             checks.raise_if_any(reasons + _kernel_reasons_if_known(query, key, value),

@@ -12,6 +12,7 @@ torch.compile traces) takes the full checks every time.
 
     flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend) -> key or None
     sdpa_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend) -> key or None
+    op_key(name, tensors, scalars) -> key or None   (the custom ops, called directly or from compiled code)
     passed(key) -> bool;  remember(key)
 """
 from __future__ import annotations
@@ -55,6 +56,17 @@ def sdpa_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_g
         return None
     try:
         return ("sdpa", _tensor(query), _tensor(key), _tensor(value), is_causal, scale, enable_gqa, backend)
+    except (TypeError, RuntimeError):
+        return None
+
+
+def op_key(name: str, tensors, scalars):
+    """Key of a custom-op call (fa3lite::fwd / fa3lite::bwd): its tensors and its scalars with their
+    types (the dispatcher fixed the types by the schema; keeping them apart anyway costs nothing)."""
+    if torch.compiler.is_compiling():
+        return None
+    try:
+        return (name, tuple(_tensor(t) for t in tensors), tuple((type(x), x) for x in scalars))
     except (TypeError, RuntimeError):
         return None
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import torch
 
-from . import checks, fallback
+from . import callkey, checks, fallback
 from .errors import KernelUnavailable
 
 _NAMESPACE = "fa3lite"
@@ -142,12 +142,25 @@ def _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, det
     return tuple(None if g is None else g.contiguous() for g in result)
 
 
+def remember_if_kernels_take(key, q, k, v, softmax_scale, backend) -> bool:
+    """After a call's checks passed: remember its signature (fa3lite.callkey) when the kernels take
+    it, so that the next call with that signature skips the checks. Returns whether they take it."""
+    if key is None or backend == "torch" or not kernels_take(q, k, v, softmax_scale):
+        return False
+    callkey.remember(key)
+    return True
+
+
 @torch.library.custom_op(f"{_NAMESPACE}::fwd", mutates_args=())
 def fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
         causal_offset: int, deterministic: bool = False, backend: str = "auto"
         ) -> tuple[torch.Tensor, torch.Tensor]:
-    checks.raise_if_any(checks.fwd_op_problems(q, k, v, softmax_scale, backend), "fa3lite::fwd")
-    return _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend)
+    key = callkey.op_key("fwd", (q, k, v), (softmax_scale, causal, causal_offset, deterministic, backend))
+    checked = callkey.passed(key)
+    if not checked:
+        checks.raise_if_any(checks.fwd_op_problems(q, k, v, softmax_scale, backend), "fa3lite::fwd")
+        checked = remember_if_kernels_take(key, q, k, v, softmax_scale, backend)
+    return _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked)
 
 
 @fwd.register_fake
@@ -163,9 +176,14 @@ def bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o
         lse: torch.Tensor, softmax_scale: float, causal: bool, causal_offset: int,
         deterministic: bool = False, backend: str = "auto", need_dq: bool = True, need_dkv: bool = True
         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    checks.raise_if_any(checks.bwd_op_problems(dout, q, k, v, out, lse, softmax_scale, backend), "fa3lite::bwd")
+    key = callkey.op_key("bwd", (dout, q, k, v, out, lse),
+                         (softmax_scale, causal, causal_offset, deterministic, backend, need_dq, need_dkv))
+    checked = callkey.passed(key)
+    if not checked:
+        checks.raise_if_any(checks.bwd_op_problems(dout, q, k, v, out, lse, softmax_scale, backend), "fa3lite::bwd")
+        checked = remember_if_kernels_take(key, q, k, v, softmax_scale, backend)
     grads = _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic, backend,
-                      need_dq, need_dkv)
+                      need_dq, need_dkv, checked)
     return tuple(t.new_empty((0,)) if g is None else g for g, t in zip(grads, (q, k, v)))
 
 

@@ -177,3 +177,28 @@ def test_kernels_take_needs_both_entries(monkeypatch):
     monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None: [])
     monkeypatch.setattr(ops, "_hopper", lambda: types.SimpleNamespace(forward=fallback.forward))
     assert not ops.kernels_take(q, k, v, 0.1)
+
+
+def test_the_ops_remember_signatures_too(kernels_on_cpu):
+    """torch.ops.fa3lite.fwd/bwd (direct calls, compiled graphs) skip the checks on a repeated
+    signature and still refuse a changed, invalid one."""
+    q, k, v = _qkv((1, 6, 2, 64))
+    for _ in range(3):
+        out, lse = torch.ops.fa3lite.fwd(q, k, v, 0.125, True, 0)
+    assert len(kernels_on_cpu) == 1
+    dout = torch.randn_like(out)
+    for _ in range(2):
+        grads = torch.ops.fa3lite.bwd(dout, q, k, v, out, lse, 0.125, True, 0)
+    assert len(kernels_on_cpu) == 2
+    want = fallback.backward(dout, q, k, v, out, lse, 0.125, True, 0)
+    assert all(torch.equal(g, w) for g, w in zip(grads, want))
+    with pytest.raises(fa3lite.InputError, match="lse.shape"):
+        torch.ops.fa3lite.bwd(dout, q, k, v, out, lse[:, :, :3], 0.125, True, 0)
+    with pytest.raises(fa3lite.InputError, match="k.dtype"):
+        torch.ops.fa3lite.fwd(q, k.half(), v, 0.125, True, 0)
+
+
+def test_op_keys_keep_scalar_types_apart():
+    q, k, v = _qkv()
+    assert callkey.op_key("fwd", (q, k, v), (0.1, True, 0)) != callkey.op_key("fwd", (q, k, v), (0.1, 1, 0))
+    assert callkey.op_key("fwd", (q, k, v), (0.1, True, 0)) == callkey.op_key("fwd", _qkv(), (0.1, True, 0))
