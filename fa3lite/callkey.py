@@ -14,13 +14,19 @@ torch.compile traces) takes the full checks every time.
     sdpa_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend) -> key or None
     op_key(name, tensors, scalars) -> key or None   (the custom ops, called directly or from compiled code)
     passed(key) -> bool;  remember(key)
+    plan(key) -> the kernels' launch plan attached to a remembered key, or None;  attach(key, plan)
+
+A key also carries FA3LITE_DEBUG (it selects other kernels), so an attached plan always matches the
+build the environment asks for.
 """
 from __future__ import annotations
 
+import os
+
 import torch
 
-_LIMIT = 4096            # keys kept; past it the set starts over (a miss only costs the full checks)
-_passed: set[tuple] = set()
+_LIMIT = 4096            # keys kept; past it the table starts over (a miss only costs the full checks)
+_passed: dict[tuple, object] = {}   # key -> launch plan (None until one is attached)
 _Tensor = torch.Tensor
 _SCALES = (float, type(None))
 
@@ -43,7 +49,7 @@ def flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend
         return None
     try:
         return ("flash", _tensor(q), _tensor(k), _tensor(v), softmax_scale, causal, deterministic,
-                return_lse, backend)
+                return_lse, backend, os.environ.get("FA3LITE_DEBUG"))
     except (TypeError, RuntimeError):
         return None
 
@@ -55,7 +61,8 @@ def sdpa_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_g
     if not _exact((is_causal, enable_gqa), scale, backend):
         return None
     try:
-        return ("sdpa", _tensor(query), _tensor(key), _tensor(value), is_causal, scale, enable_gqa, backend)
+        return ("sdpa", _tensor(query), _tensor(key), _tensor(value), is_causal, scale, enable_gqa, backend,
+                os.environ.get("FA3LITE_DEBUG"))
     except (TypeError, RuntimeError):
         return None
 
@@ -80,7 +87,18 @@ def remember(key) -> None:
         return
     if len(_passed) >= _LIMIT:
         _passed.clear()
-    _passed.add(key)
+    _passed.setdefault(key, None)
+
+
+def plan(key):
+    return _passed.get(key) if key is not None else None
+
+
+def attach(key, launch_plan) -> None:
+    """Attach the launch plan the kernels built for a remembered key (a call with that key and no
+    autograd then goes straight to it)."""
+    if key in _passed:
+        _passed[key] = launch_plan
 
 
 def forget() -> None:

@@ -124,10 +124,21 @@ def forward_bhsd(query, key, value, softmax_scale: float, causal: bool):
     return _forward(query, key, value, softmax_scale, causal, 0, True)
 
 
+def forward_plan(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False):
+    """The launch plan an earlier forward() (bhsd: forward_bhsd()) with this signature built, or None.
+    Calling it with tensors of that signature is that forward: plan(q, k, v) -> (out, lse)."""
+    return _plans.get(_plan_key(q, k, v, softmax_scale, causal, causal_offset, bhsd))
+
+
+def _plan_key(q, k, v, softmax_scale, causal, causal_offset, bhsd):
+    causal_offset = max(min(causal_offset, I32_MAX), -I32_MAX) if causal else 0
+    return (q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, causal, causal_offset,
+            softmax_scale, bhsd, debug_build())
+
+
 def _forward(q, k, v, softmax_scale, causal, causal_offset, bhsd):
     causal_offset = max(min(causal_offset, I32_MAX), -I32_MAX) if causal else 0
-    key = (q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, causal, causal_offset,
-           softmax_scale, bhsd, debug_build())
+    key = _plan_key(q, k, v, softmax_scale, causal, causal_offset, bhsd)
     plan = _plans.get(key)
     if plan is None:
         (B, Sq, Hq, D), _ = _bshd(q, bhsd)

@@ -101,6 +101,13 @@ def kernels_take(q, k, v, softmax_scale: float) -> bool:
     return all(callable(getattr(module, entry, None)) for entry in ("forward", "backward"))
 
 
+def forward_plan(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False):
+    """The kernels' launch plan for this forward signature, once a call built one (else None)."""
+    module = _hopper()
+    find = getattr(module, "forward_plan", None)
+    return find(q, k, v, softmax_scale, causal, causal_offset, bhsd) if find is not None else None
+
+
 def forward_bhsd(query, key, value, softmax_scale: float, causal: bool, backend: str):
     """out (B, Hq, Sq, D) from the kernels for (B, H, S, D) inputs of a call whose signature passed
     every check (fa3lite.callkey), top-left causal, no autograd; None when the kernels' runtime

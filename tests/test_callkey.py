@@ -202,3 +202,36 @@ def test_op_keys_keep_scalar_types_apart():
     q, k, v = _qkv()
     assert callkey.op_key("fwd", (q, k, v), (0.1, True, 0)) != callkey.op_key("fwd", (q, k, v), (0.1, 1, 0))
     assert callkey.op_key("fwd", (q, k, v), (0.1, True, 0)) == callkey.op_key("fwd", _qkv(), (0.1, True, 0))
+
+
+def test_a_repeat_without_autograd_goes_straight_to_the_attached_plan(kernels_on_cpu, monkeypatch):
+    from fa3lite import hopper
+
+    planned = []
+
+    def forward_plan(q, k, v, scale, causal, offset, bhsd=False):
+        def plan(*qkv):
+            planned.append(bhsd)
+            if bhsd:
+                out, lse = fallback.forward(*(t.transpose(1, 2) for t in qkv), scale, causal, 0)
+                return out.transpose(1, 2), lse
+            return fallback.forward(*qkv, scale, causal, offset)
+        return plan
+
+    monkeypatch.setattr(hopper, "forward_plan", forward_plan)
+    q, k, v = _qkv()
+    first = fa3lite.flash_attn_func(q, k, v, causal=True)
+    assert planned == []                                   # the first call builds and attaches
+    assert torch.equal(fa3lite.flash_attn_func(q, k, v, causal=True), first) and planned == [False]
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    fa3lite.flash_attn_func(*leaves, causal=True)          # autograd: the op path, not the plan
+    assert planned == [False]
+    monkeypatch.setenv("FA3LITE_DEBUG", "1")               # other kernels: another key, checked again
+    fa3lite.flash_attn_func(q, k, v, causal=True)
+    assert planned == [False] and len(kernels_on_cpu) == 2
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+    with torch.no_grad():
+        a = fa3lite.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
+        b = fa3lite.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
+        c = fa3lite.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
+    assert torch.equal(a, c) and torch.equal(b, c) and planned == [False, True]
