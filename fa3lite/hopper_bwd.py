@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import struct
 
 import torch
 
@@ -212,7 +211,6 @@ def _alignment(*tensors) -> tuple[bool, ...]:
     return tuple(t.data_ptr() % 16 == 0 for t in tensors)
 
 
-_PTR = struct.Struct("<Q")
 _plans: dict[tuple, "_BwdPlan"] = {}
 _PLAN_LIMIT = 1024   # signatures kept; past it the table starts over (a plan is cheap to rebuild)
 
@@ -296,12 +294,7 @@ class _BwdPlan:
 
     def _launch(self, kernel, grid, threads, params, addresses, stream, maps=()):
         """One launch inside the caller's on_device block: the parameters, then the addresses and maps."""
-        block = launch.staging_view(len(params))
-        block[:len(params)] = params
-        for at, ptr in addresses:
-            _PTR.pack_into(block, at, ptr)
-        for (at, maker), t in maps:
-            block[at:at + 128] = maker(t.data_ptr())
+        launch.stage(params, addresses, [(at, maker(t.data_ptr())) for (at, maker), t in maps])
         launch.launch_current(kernel, grid, threads, self.dev, stream)
 
     def _buffers(self):
