@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import struct
 
 import torch
 
@@ -51,7 +52,7 @@ class _FwdPlan:
     operand. A call then only allocates out/lse, fills in the maps and the LSE address, and launches."""
 
     __slots__ = ("kernel", "grid", "threads", "dev", "device", "dtype", "out_shape", "out_stride",
-                 "lse_shape", "template", "slots", "lse_at")
+                 "lse_shape", "template", "size", "slots", "lse_at")
 
     def __init__(self, q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False):
         """q, k, v in the flash_attn layout (B, S, H, D), or with ``bhsd`` in torch's (B, H, S, D)
@@ -83,6 +84,7 @@ class _FwdPlan:
             num_m_blocks=num_m_blocks, causal_offset=causal_offset,
             scale_log2=softmax_scale * LOG2E,
         )
+        self.size = len(self.template)
         es, offsets = q.element_size(), FWD_PARAMS.offsets
         self.slots = tuple(
             (offsets[name], tma.MapMaker(q.dtype, tma.bshd_geometry(shape, stride, es, rows, cols), self.dev))
@@ -96,12 +98,16 @@ class _FwdPlan:
     def __call__(self, q, k, v):
         out = torch.empty_strided(self.out_shape, self.out_stride, dtype=self.dtype, device=self.device)
         lse = torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
-        launch.stage(self.template, ((self.lse_at, lse.data_ptr()),),
-                     [(at, maker(t.data_ptr())) for (at, maker), t in zip(self.slots, (q, k, v, out))])
+        block = launch.staging_view(self.size)
+        block[:self.size] = self.template
+        for (at, maker), t in zip(self.slots, (q, k, v, out)):
+            block[at:at + 128] = maker(t.data_ptr())
+        _PTR.pack_into(block, self.lse_at, lse.data_ptr())
         launch.launch_staged(self.kernel, self.grid, self.threads, self.dev, launch.stream_handle(self.dev))
         return out, lse
 
 
+_PTR = struct.Struct("<Q")
 _plans: dict[tuple, _FwdPlan] = {}
 _PLAN_LIMIT = 1024   # signatures kept; past it the table starts over (a plan is cheap to rebuild)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import struct
 
 import torch
 
@@ -211,6 +212,7 @@ def _alignment(*tensors) -> tuple[bool, ...]:
     return tuple(t.data_ptr() % 16 == 0 for t in tensors)
 
 
+_PTR = struct.Struct("<Q")
 _plans: dict[tuple, "_BwdPlan"] = {}
 _PLAN_LIMIT = 1024   # signatures kept; past it the table starts over (a plan is cheap to rebuild)
 
@@ -294,7 +296,12 @@ class _BwdPlan:
 
     def _launch(self, kernel, grid, threads, params, addresses, stream, maps=()):
         """One launch inside the caller's on_device block: the parameters, then the addresses and maps."""
-        launch.stage(params, addresses, [(at, maker(t.data_ptr())) for (at, maker), t in maps])
+        block = launch.staging_view(len(params))
+        block[:len(params)] = params
+        for at, ptr in addresses:
+            _PTR.pack_into(block, at, ptr)
+        for (at, maker), t in maps:
+            block[at:at + 128] = maker(t.data_ptr())
         launch.launch_current(kernel, grid, threads, self.dev, stream)
 
     def _buffers(self):

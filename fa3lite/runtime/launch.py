@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import struct
 import threading
 
 from ..errors import KernelUnavailable
@@ -94,10 +93,18 @@ class _Staging(threading.local):
 
 
 _staging = _Staging()
-_PTR = struct.Struct("<Q")
 
 
-def _staging_view(size: int) -> memoryview:
+def staging_block(size: int) -> int:
+    """Address of this thread's parameter block, at least ``size`` bytes, for launch_staged: a caller
+    may write the parameters there itself instead of packing bytes first."""
+    staging = _staging
+    if size > staging.size:
+        staging.grow(size)
+    return staging.base
+
+
+def staging_view(size: int) -> memoryview:
     """This thread's parameter block (at least ``size`` bytes) as a writable byte view."""
     staging = _staging
     if size > staging.size:
@@ -105,28 +112,16 @@ def _staging_view(size: int) -> memoryview:
     return staging.view
 
 
-def stage(params: bytes, pointers=(), blobs=()) -> None:
-    """Write ``params`` (packed by ParamStruct) into this thread's parameter block, then each
-    (offset, address) of ``pointers`` into its pointer field and each (offset, bytes) of ``blobs``
-    (tensor maps) over its field: the block launch_staged / launch_current pass."""
-    view = _staging_view(len(params))
-    view[:len(params)] = params
-    for at, ptr in pointers:
-        _PTR.pack_into(view, at, ptr)
-    for at, blob in blobs:
-        view[at:at + len(blob)] = blob
-
-
 def launch(kernel: Loaded, grid: tuple[int, int, int], block: int, params: bytes,
            device_index: int, stream_handle: int) -> None:
     """Launch with one by-value struct parameter (``params``, packed by ParamStruct)."""
-    stage(params)
+    ctypes.memmove(staging_block(len(params)), params, len(params))
     launch_staged(kernel, grid, block, device_index, stream_handle)
 
 
 def launch_staged(kernel: Loaded, grid: tuple[int, int, int], block: int, device_index: int,
                   stream_handle: int) -> None:
-    """Launch with this thread's parameter block (stage) as the by-value struct parameter."""
+    """Launch with this thread's parameter block (staging_view) as the by-value struct parameter."""
     with on_device(device_index):
         launch_current(kernel, grid, block, device_index, stream_handle)
 
