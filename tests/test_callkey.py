@@ -207,9 +207,11 @@ def test_op_keys_keep_scalar_types_apart():
 def test_a_repeat_without_autograd_goes_straight_to_the_attached_plan(kernels_on_cpu, monkeypatch):
     from fa3lite import hopper
 
-    planned = []
+    planned, looked_up = [], []
 
     def forward_plan(q, k, v, scale, causal, offset, bhsd=False):
+        looked_up.append(bhsd)
+
         def plan(*qkv):
             planned.append(bhsd)
             if bhsd:
@@ -225,7 +227,8 @@ def test_a_repeat_without_autograd_goes_straight_to_the_attached_plan(kernels_on
     assert torch.equal(fa3lite.flash_attn_func(q, k, v, causal=True), first) and planned == [False]
     leaves = [t.detach().requires_grad_() for t in (q, k, v)]
     fa3lite.flash_attn_func(*leaves, causal=True)          # autograd: the op path, not the plan
-    assert planned == [False]
+    fa3lite.flash_attn_func(*leaves, causal=True)
+    assert planned == [False] and looked_up == [False]     # attached once, never looked up again
     monkeypatch.setenv("FA3LITE_DEBUG", "1")               # other kernels: another key, checked again
     fa3lite.flash_attn_func(q, k, v, causal=True)
     assert planned == [False] and len(kernels_on_cpu) == 2
