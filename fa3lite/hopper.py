@@ -13,7 +13,7 @@ import struct
 import torch
 
 from .runtime import launch, tma
-from .variants import FWD_PARAMS, FwdVariant
+from .variants import FWD_PARAMS, FwdTile, FwdVariant, fwd_tile
 
 DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 LOG2E = 1.4426950408889634
@@ -31,13 +31,14 @@ def _device_index(t: torch.Tensor) -> int:
     return t.device.index if t.device.index is not None else torch.cuda.current_device()
 
 
-def fwd_variant(q, causal: bool) -> FwdVariant:
-    return _variant(q.shape[-1], DTYPE_NAMES[q.dtype], bool(causal), debug_build())
+def fwd_variant(q, causal: bool, seqlen_k: int) -> FwdVariant:
+    return _variant(q.shape[-1], DTYPE_NAMES[q.dtype], bool(causal), debug_build(),
+                    fwd_tile(q.shape[-1], causal, seqlen_k))
 
 
 @functools.cache
-def _variant(head_dim: int, dtype: str, causal: bool, debug: bool) -> FwdVariant:
-    return FwdVariant(head_dim, dtype, causal, debug=debug)
+def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, tile: FwdTile) -> FwdVariant:
+    return FwdVariant(head_dim, dtype, causal, debug=debug, tile=tile)
 
 
 @functools.cache
@@ -61,7 +62,7 @@ class _FwdPlan:
         (B, Sq, Hq, D), q_stride = _bshd(q, bhsd)
         (_, Sk, Hk, _), k_stride = _bshd(k, bhsd)
         _, v_stride = _bshd(v, bhsd)
-        variant = fwd_variant(q, causal)
+        variant = fwd_variant(q, causal, Sk)
         self.dev = _device_index(q)
         self.kernel = _loaded(variant, self.dev)
         num_m_blocks = -(-Sq // variant.block_m)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import typing
 
 from .runtime.compile import KernelSpec
 from .runtime.params import ParamStruct
@@ -9,13 +10,40 @@ from .runtime.params import ParamStruct
 HEAD_DIMS = (64, 128, 256)
 DTYPES = ("bf16", "fp16")
 
-# Forward tiles per head dim: (kBlockM, kBlockN, K/V stages, intra-warpgroup overlap).
-# kBlockM is fixed by the two consumer warpgroups (64 rows each). Chosen by tools/fwd_tune.py on an
-# H200 (benchmarks/RESULTS.md, 2026-11-22): d=64 is exp-bound, and a wide 192-key block with the
-# serial schedule beat the overlapped one (487 vs 453 TFLOP/s full at 16k); d=128 gains ~7% from the
-# overlap (659 vs 615); d=256 keeps S narrow (80 keys) so O (128 f32 registers) and S fit in 240
-# registers, and its 64 KB Q tile leaves room for two 80-row K/V stages only.
-FWD_TILES = {64: (128, 192, 2, False), 128: (128, 128, 2, True), 256: (128, 80, 2, True)}
+class FwdTile(typing.NamedTuple):
+    """One forward tile configuration."""
+
+    block_m: int      # query rows per CTA: 64 per consumer warpgroup (2 or 3 warpgroups)
+    block_n: int      # key rows per K/V stage
+    stages: int       # depth of the K/V ring
+    overlap: bool     # softmax of one key block under the P.V GEMM of the previous (intra-warpgroup)
+    pingpong: bool    # consumer warpgroups take turns issuing GEMMs (cuda_src/attention/pingpong.cuh)
+
+
+# Forward tiles per (head dim, causal): ((min_seqlen_k, tile), ...), the last entry whose min_seqlen_k
+# <= seqlen_k applies. Chosen by tools/fwd_tune.py on an H100 against cuDNN in the same process
+# (benchmarks/RESULTS.md section 16): d=64 runs three consumer warpgroups (192 query rows at 160
+# registers, FA3's shape for small heads: more warps to hide exp2 latency); pingpong pays everywhere
+# except d=64 causal; d=128 causal takes 192-key blocks once sequences are long (+9% at 16k) but 128
+# at 1k, where fewer, shorter tiles lose more to the tail.
+FWD_TILES = {
+    (64, False): ((0, FwdTile(192, 128, 2, True, True)),),
+    (64, True): ((0, FwdTile(192, 128, 2, True, False)),),
+    (128, False): ((0, FwdTile(128, 128, 2, True, True)),),
+    (128, True): ((0, FwdTile(128, 128, 2, True, True)), (4096, FwdTile(128, 192, 2, True, True))),
+    (256, False): ((0, FwdTile(128, 80, 2, True, True)),),
+    (256, True): ((0, FwdTile(128, 80, 2, True, True)),),
+}
+
+
+def fwd_tile(head_dim: int, causal: bool, seqlen_k: int = 0) -> FwdTile:
+    """The forward tile for a head dim, mask and key length (FWD_TILES)."""
+    tile = None
+    for min_seqlen_k, t in FWD_TILES[(head_dim, bool(causal))]:
+        if seqlen_k >= min_seqlen_k:
+            tile = t
+    return tile
+
 
 FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("o", "tma"),
@@ -34,28 +62,31 @@ class FwdVariant:
     dtype: str          # "bf16" | "fp16"
     causal: bool
     debug: bool = False
+    tile: FwdTile | None = None   # None: the tile FWD_TILES gives short sequences
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
             raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {self.head_dim}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.tile is None:
+            object.__setattr__(self, "tile", fwd_tile(self.head_dim, self.causal))
 
     @property
     def block_m(self) -> int:
-        return FWD_TILES[self.head_dim][0]
+        return self.tile.block_m
 
     @property
     def block_n(self) -> int:
-        return FWD_TILES[self.head_dim][1]
+        return self.tile.block_n
 
     @property
     def stages(self) -> int:
-        return FWD_TILES[self.head_dim][2]
+        return self.tile.stages
 
     @property
     def overlap(self) -> bool:
-        return FWD_TILES[self.head_dim][3]
+        return self.tile.overlap
 
     @property
     def threads(self) -> int:
@@ -80,10 +111,13 @@ class FwdVariant:
                 ("FA3LITE_BLOCK_N", str(self.block_n)),
                 ("FA3LITE_STAGES", str(self.stages)),
                 ("FA3LITE_OVERLAP", "1" if self.overlap else "0"),
+                ("FA3LITE_PINGPONG", "1" if self.tile.pingpong else "0"),
             ) + FWD_PARAMS.layout_defines(),
             debug=self.debug,
         )
 
 
 def all_fwd_variants() -> list[FwdVariant]:
-    return [FwdVariant(d, t, c) for d in HEAD_DIMS for t in DTYPES for c in (False, True)]
+    """Every forward kernel the host can pick (each tile of FWD_TILES, both dtypes)."""
+    return [FwdVariant(d, t, c, tile=tile) for d in HEAD_DIMS for t in DTYPES for c in (False, True)
+            for _, tile in FWD_TILES[(d, c)]]

@@ -5,8 +5,8 @@ import pathlib
 import pytest
 
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
-from fa3lite.runtime.inspect import kernel_info
-from fa3lite.variants import FWD_PARAMS, FwdVariant, all_fwd_variants
+from fa3lite.runtime.inspect import kernel_info, spec_info
+from fa3lite.variants import FWD_PARAMS, FWD_TILES, FwdVariant, all_fwd_variants, fwd_tile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -16,9 +16,10 @@ def _private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("FA3LITE_CACHE_DIR", str(tmp_path / "cache"))
 
 
-@pytest.mark.parametrize("variant", all_fwd_variants(), ids=lambda v: f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}")
+@pytest.mark.parametrize("variant", all_fwd_variants(),
+                         ids=lambda v: f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-n{v.block_n}")
 def test_fwd_variant_resources_and_sass(variant):
-    info = kernel_info("fwd", head_dim=variant.head_dim, dtype=variant.dtype, causal=variant.causal)
+    info = spec_info(variant.spec(), variant.smem_bytes)
     sass = info["sass"]
     assert info["spill_bytes"] == 0, info["ptxas_log"]
     assert info["stack_bytes"] == 0, info["ptxas_log"]
@@ -30,6 +31,27 @@ def test_fwd_variant_resources_and_sass(variant):
     assert "LDL" not in sass and "STL" not in sass, "local memory in the SASS"
     # P goes to the P.V wgmma from registers (RS form), never through shared memory
     assert sass.get("MUFU.EX2", 0) >= variant.block_n // 2
+
+
+def test_kernel_info_reports_the_default_forward_tile():
+    info = kernel_info("fwd", head_dim=64, dtype="bf16", causal=False)
+    tile = fwd_tile(64, False)
+    assert (info["block_m"], info["block_n"], info["stages"]) == (tile.block_m, tile.block_n, tile.stages)
+    assert info["threads"] == 128 * (1 + tile.block_m // 64)
+
+
+def test_fwd_tile_follows_the_key_length():
+    for (d, causal), entries in FWD_TILES.items():
+        assert entries[0][0] == 0, "every (d, causal) has a tile for the shortest sequences"
+        assert [m for m, _ in entries] == sorted({m for m, _ in entries})
+        for min_k, tile in entries:
+            assert fwd_tile(d, causal, min_k) == tile
+        assert fwd_tile(d, causal) == entries[0][1]
+        assert fwd_tile(d, causal, 1 << 30) == entries[-1][1]
+    # the variant carries its tile: a different tile is a different kernel (and cache entry)
+    a = FwdVariant(128, "bf16", True, tile=fwd_tile(128, True, 0))
+    b = FwdVariant(128, "bf16", True, tile=fwd_tile(128, True, 1 << 20))
+    assert (a == b) == (a.tile == b.tile) and (a.spec() == b.spec()) == (a.tile == b.tile)
 
 
 def test_debug_build_compiles_with_bounded_waits():

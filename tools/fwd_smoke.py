@@ -65,6 +65,30 @@ def bench(D, causal, S, dtype=torch.bfloat16):
     print(f"bench D={D} causal={causal} S={S}: {ms:.3f} ms {flops / ms / 1e9:.1f} TFLOP/s", flush=True)
 
 
+def bench_sdpa(D, causal, S, dtype=torch.bfloat16):
+    """cuDNN through torch SDPA at bench()'s shape, timed the same way (reference for ratios)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    H, B = 2048 // D, 16384 // S
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=dtype) for _ in range(3))
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        run = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        for _ in range(3):
+            run()
+        torch.cuda.synchronize()
+        st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for _ in range(10):
+            st.record()
+            run()
+            en.record()
+            torch.cuda.synchronize()
+            times.append(st.elapsed_time(en))
+    ms = sorted(times)[len(times) // 2]
+    flops = 4 * B * H * S * S * D / (2 if causal else 1)
+    print(f"cudnn D={D} causal={causal} S={S}: {ms:.3f} ms {flops / ms / 1e9:.1f} TFLOP/s", flush=True)
+
+
 if __name__ == "__main__":
     torch.manual_seed(0)
     if "--bench-only" in sys.argv:

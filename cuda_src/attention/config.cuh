@@ -21,6 +21,7 @@ constexpr int kBlockN = FA3LITE_BLOCK_N;     // key rows per pipeline stage
 constexpr int kStages = FA3LITE_STAGES;      // depth of the K/V ring
 constexpr bool kIsCausal = FA3LITE_CAUSAL != 0;
 constexpr bool kOverlap = FA3LITE_OVERLAP != 0;   // softmax of block n under the P.V GEMM of block n+1
+constexpr bool kPingpong = FA3LITE_PINGPONG != 0; // consumer warpgroups take turns issuing GEMMs (pingpong.cuh)
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kConsumerWarpgroups = kBlockM / 64;
@@ -28,8 +29,9 @@ constexpr int kConsumerWarps = kConsumerWarpgroups * 4;
 constexpr int kThreads = kWarpgroupThreads * (1 + kConsumerWarpgroups);
 
 // Register split after setmaxnreg: the producer only issues TMA, the consumers hold S, P and O.
-constexpr int kProducerRegs = 24;
-constexpr int kConsumerRegs = kConsumerWarpgroups == 2 ? 240 : 160;
+// The register file holds 64K 32-bit registers; 128 * 24 + 256 * 240 and 128 * 32 + 384 * 160 fit it.
+constexpr int kProducerRegs = kConsumerWarpgroups == 3 ? 32 : 24;
+constexpr int kConsumerRegs = kConsumerWarpgroups == 3 ? 160 : 240;
 
 constexpr int kElemBytes = 2;
 constexpr int kSwizzleCols = 64;                        // 16-bit elements in one 128-byte swizzle row
@@ -40,7 +42,7 @@ constexpr int kQTileBytes = kBlockM * kHeadDim * kElemBytes;
 constexpr int kKVTileBytes = kBlockN * kHeadDim * kElemBytes;
 
 static_assert(kHeadDim % kSwizzleCols == 0, "head dim must be a multiple of 64");
-static_assert(kBlockM == 64 * kConsumerWarpgroups && kConsumerWarpgroups <= 2, "one or two consumer warpgroups");
+static_assert(kBlockM == 64 * kConsumerWarpgroups && kConsumerWarpgroups <= 3, "one to three consumer warpgroups");
 static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "kBlockN is a wgmma N and a k16 multiple");
 static_assert(kHeadDim <= 256, "wgmma N (the P.V output width) is at most 256");
 

@@ -3,9 +3,10 @@
 // With kOverlap, a software pipeline inside the warpgroup (FA3's intra-warpgroup overlap): while the tensor cores run
 // S(n) = Q K(n)^T and O += P(n+1) V(n+1), the warpgroup waits only for S(n) and does its softmax, so
 // the exp2 work of one block hides under the P.V GEMM of the previous one. Blocks go from the last
-// key block to the first (see the producer). Per iteration:
+// key block to the first (see the producer). With kPingpong the consumer warpgroups also take turns
+// issuing their GEMMs (pingpong.cuh). Per iteration:
 //   issue S = Q K(n)^T; issue O += P V(prev); wait S -> release K(n) -> mask -> softmax(S) -> corr
-//   wait P.V -> release V(prev) -> O *= corr -> P = bf16(S)
+//   wait P.V -> release V(prev) -> O *= corr (skipped while no offset moved: softmax.cuh) -> P = bf16(S)
 // O's rescale waits for the P.V in flight (it reads O), which is why corr is applied after it:
 // O_new = (O + P_prev V_prev) * corr, with P_prev taken against the max before block n.
 #pragma once
@@ -14,6 +15,7 @@
 #include "fwd_epilogue.cuh"
 #include "fwd_mma.cuh"
 #include "mask.cuh"
+#include "pingpong.cuh"
 #include "pipeline.cuh"
 #include "softmax.cuh"
 
@@ -24,33 +26,45 @@ __device__ __forceinline__ void release(u32 bar, int tid) {
   if (tid % 32 == 0) mbar::arrive(bar);
 }
 
+// O *= corr row-wise, skipped (warp-uniformly) when no row of the warp moved its offset.
+__device__ __forceinline__ void rescale_o(float (&o)[kHeadDim / 2], const float (&corr)[2], bool needed) {
+  if (warp::any(needed)) {
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 2; ++i) o[i] *= corr[frag::half(i)];
+  }
+}
+
 // Key block n's scores, waited for at once: S = Q K^T, release K, mask, softmax (S becomes P).
-// Returns the factors O's rows must be scaled by.
-__device__ __forceinline__ void scores_now(const FwdParams& p, const FwdSmem& sm, const Mask& mask, int wg_row0,
+// Gives the factors O's rows must be scaled by; returns whether any differs from 1.
+__device__ __forceinline__ bool scores_now(const FwdParams& p, const FwdSmem& sm, const Mask& mask, int wg_row0,
                                            u32 q_wg, int n, const RingPos<kStages>& pos, int tid,
-                                           OnlineSoftmax& softmax, float (&s)[kBlockN / 2], float (&corr)[2]) {
+                                           const Pingpong& pp, OnlineSoftmax& softmax, float (&s)[kBlockN / 2],
+                                           float (&corr)[2]) {
   mbar::wait(sm.k_full(pos.stage), pos.phase);
+  pp.wait();
   gemm_qk(s, q_wg, sm.k(pos.stage));
+  pp.pass(false);
   wgmma::wait_group<0>();
   release(sm.k_empty(pos.stage), tid);
   if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
-  softmax.update<kBlockN>(s, p.scale_log2, corr);
+  return softmax.update<kBlockN>(s, p.scale_log2, corr);
 }
 
-// Serial schedule: each GEMM is waited for right away; only the other warpgroup overlaps this one.
+// Serial schedule: each GEMM is waited for right away; only the other warpgroups overlap this one.
 __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSmem& sm, const Mask& mask, int wg_row0,
-                                                u32 q_wg, int n_end, int tid, OnlineSoftmax& softmax,
-                                                float (&o)[kHeadDim / 2]) {
+                                                u32 q_wg, int n_end, int tid, const Pingpong& pp,
+                                                OnlineSoftmax& softmax, float (&o)[kHeadDim / 2]) {
   RingPos<kStages> pos;
   for (int n = n_end - 1; n >= 0; --n) {
     float s[kBlockN / 2], corr[2];
-    scores_now(p, sm, mask, wg_row0, q_wg, n, pos, tid, softmax, s, corr);
-#pragma unroll
-    for (int i = 0; i < kHeadDim / 2; ++i) o[i] *= corr[frag::half(i)];
+    const bool moved = scores_now(p, sm, mask, wg_row0, q_wg, n, pos, tid, pp, softmax, s, corr);
+    rescale_o(o, corr, moved);
     u32 pa[kBlockN / 16][4];
     convert_p(s, pa);
     mbar::wait(sm.v_full(pos.stage), pos.phase);
+    pp.wait();
     gemm_pv(o, pa, sm.v(pos.stage));
+    pp.pass(n == 0);
     wgmma::wait_group<0>();
     release(sm.v_empty(pos.stage), tid);
     pos.advance();
@@ -59,13 +73,13 @@ __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSme
 
 // Overlapped schedule (see the top of this file).
 __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const FwdSmem& sm, const Mask& mask,
-                                                    int wg_row0, u32 q_wg, int n_end, int tid,
+                                                    int wg_row0, u32 q_wg, int n_end, int tid, const Pingpong& pp,
                                                     OnlineSoftmax& softmax, float (&o)[kHeadDim / 2]) {
   RingPos<kStages> pos;
   u32 pa[kBlockN / 16][4];
-  {  // first block: nothing to overlap with yet
+  {  // first block: nothing to overlap with yet, and O is zero: no rescale
     float s[kBlockN / 2], corr[2];
-    scores_now(p, sm, mask, wg_row0, q_wg, n_end - 1, pos, tid, softmax, s, corr);  // O is zero: no rescale
+    scores_now(p, sm, mask, wg_row0, q_wg, n_end - 1, pos, tid, pp, softmax, s, corr);
     convert_p(s, pa);
   }
   RingPos<kStages> prev = pos;   // the stage whose V pairs with the P in `pa`
@@ -73,24 +87,27 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
   for (int n = n_end - 2; n >= 0; --n) {
     float s[kBlockN / 2];
     mbar::wait(sm.k_full(pos.stage), pos.phase);
-    gemm_qk(s, q_wg, sm.k(pos.stage));
     mbar::wait(sm.v_full(prev.stage), prev.phase);
+    pp.wait();
+    gemm_qk(s, q_wg, sm.k(pos.stage));
     gemm_pv(o, pa, sm.v(prev.stage));
+    pp.pass(false);
     wgmma::wait_group<1>();                 // S is ready; P.V may still run
     release(sm.k_empty(pos.stage), tid);
     if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
     float corr[2];
-    softmax.update<kBlockN>(s, p.scale_log2, corr);
+    const bool moved = softmax.update<kBlockN>(s, p.scale_log2, corr);
     wgmma::wait_group<0>();                 // P.V done: O and pa may be touched again
     release(sm.v_empty(prev.stage), tid);
-#pragma unroll
-    for (int i = 0; i < kHeadDim / 2; ++i) o[i] *= corr[frag::half(i)];
+    rescale_o(o, corr, moved);
     convert_p(s, pa);
     prev = pos;
     pos.advance();
   }
   mbar::wait(sm.v_full(prev.stage), prev.phase);
+  pp.wait();
   gemm_pv(o, pa, sm.v(prev.stage));
+  pp.pass(true);
   wgmma::wait_group<0>();
   release(sm.v_empty(prev.stage), tid);
 }
@@ -108,11 +125,13 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& 
   const u32 q_wg = sm.q() + wg * 64 * kRowBytes;
 
   if (n_end > 0) {
+    const Pingpong pp{wg};
+    pp.start();
     mbar::wait(sm.q_full(), 0);
     if constexpr (kOverlap) {
-      mainloop_overlapped(p, sm, mask, wg_row0, q_wg, n_end, tid, softmax, o);
+      mainloop_overlapped(p, sm, mask, wg_row0, q_wg, n_end, tid, pp, softmax, o);
     } else {
-      mainloop_serial(p, sm, mask, wg_row0, q_wg, n_end, tid, softmax, o);
+      mainloop_serial(p, sm, mask, wg_row0, q_wg, n_end, tid, pp, softmax, o);
     }
   }
   float inv[2], lse[2];

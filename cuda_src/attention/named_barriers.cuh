@@ -4,8 +4,8 @@
 namespace fa3lite { namespace attn {
 
 enum class NamedBarrier : unsigned {
-  kEpilogueWg0 = 1,   // the 128 threads of consumer warpgroup 0 before its TMA store of O
-  kEpilogueWg1 = 2,
+  kEpilogueWg0 = 1,   // the 128 threads of consumer warpgroup w (id kEpilogueWg0 + w) before its TMA store of O
+  kSchedulerWg0 = 4,  // pingpong: warpgroup w (id kSchedulerWg0 + w) may issue its next GEMMs
 };
 
 }}  // namespace fa3lite::attn

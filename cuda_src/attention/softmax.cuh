@@ -5,6 +5,14 @@
 // every block (it is needed for the exponent); row sums stay per-thread partials, all rescaled by the
 // same factor, and are reduced once at the end. Rows that have seen only masked keys keep max = -inf;
 // the exponent's offset is then 0 instead of -inf, so no (-inf) - (-inf) = NaN can appear.
+//
+// Lazy rescale (FA4's trick): the offset only has to bound the exponent, not equal the running max.
+// While a row's new max exceeds the offset by at most kRescaleSlack (log2 units), the offset stays,
+// corr is 1 and O need not be touched (p may then reach 2^kRescaleSlack = 256: far inside fp32 for O
+// and the sums, and bf16/fp16 keep the same relative precision at 256 as at 1). The result is the
+// same softmax: O and the sum carry the same offset, and the LSE adds it back. Once the first blocks
+// have set the offset, later ones rarely move it by 2^8, so the O rescale (d/2 FMULs a thread a
+// block) mostly disappears.
 #pragma once
 #include "../ptx/math.cuh"
 #include "fragment.cuh"
@@ -12,8 +20,10 @@
 
 namespace fa3lite { namespace attn {
 
+constexpr float kRescaleSlack = 8.0f;
+
 struct OnlineSoftmax {
-  float row_max[2];
+  float row_max[2];   // the raw score the exponent is offset by (not always the running max: see above)
   float row_sum[2];
 
   __device__ __forceinline__ void init() {
@@ -24,27 +34,38 @@ struct OnlineSoftmax {
     }
   }
 
-  // Turns S into P in place and returns the factors the O accumulator's rows must be scaled by.
+  // Turns S into P in place and gives the factors the O accumulator's rows must be scaled by.
+  // Returns whether any factor differs from 1 (O needs the rescale).
   template <int N>
-  __device__ __forceinline__ void update(float (&s)[N / 2], float scale_log2, float (&corr)[2]) {
+  __device__ __forceinline__ bool update(float (&s)[N / 2], float scale_log2, float (&corr)[2]) {
     float mx[2] = {row_max[0], row_max[1]};
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) mx[frag::half(i)] = fmaxf(mx[frag::half(i)], s[i]);
     float offset[2];
+    bool rescale = false;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       mx[h] = fmaxf(mx[h], math::shfl_xor(mx[h], 1));
       mx[h] = fmaxf(mx[h], math::shfl_xor(mx[h], 2));
-      offset[h] = mx[h] == math::neg_inf() ? 0.f : mx[h] * scale_log2;
-      corr[h] = math::ex2(row_max[h] * scale_log2 - offset[h]);
-      row_max[h] = mx[h];
-      row_sum[h] *= corr[h];
+      // False for a first finite max (the difference is +inf) and while every key was masked (NaN).
+      const bool keep = (mx[h] - row_max[h]) * scale_log2 <= kRescaleSlack;
+      if (keep) {
+        offset[h] = row_max[h] * scale_log2;
+        corr[h] = 1.f;
+      } else {
+        offset[h] = mx[h] == math::neg_inf() ? 0.f : mx[h] * scale_log2;
+        corr[h] = math::ex2(row_max[h] * scale_log2 - offset[h]);
+        row_max[h] = mx[h];
+        row_sum[h] *= corr[h];
+        rescale = true;
+      }
     }
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) {
       s[i] = math::ex2(fmaf(s[i], scale_log2, -offset[frag::half(i)]));
       row_sum[frag::half(i)] += s[i];
     }
+    return rescale;
   }
 
   // Quad-reduces the row sums; gives 1/sum for O (0 for rows with no visible key) and the

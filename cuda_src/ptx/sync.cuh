@@ -18,6 +18,10 @@ __device__ __forceinline__ bool elect_one() {
   return pred != 0;
 }
 
+// True in every lane when `pred` holds in any lane of the (fully active) warp: vote.sync.any, so a
+// branch on it is warp-uniform.
+__device__ __forceinline__ bool any(bool pred) { return __any_sync(0xffffffffu, pred) != 0; }
+
 }  // namespace warp
 
 namespace warpgroup {
