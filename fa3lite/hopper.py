@@ -69,8 +69,8 @@ class _FwdPlan:
         tiles = num_m_blocks * Hq * B
         if tiles > MAX_GRID_X:
             raise ValueError(f"too many tiles for one launch: {tiles} > {MAX_GRID_X}")
-        # One CTA per tile (a persistent grid measured slower: benchmarks/RESULTS.md).
-        self.grid, self.threads = (tiles, 1, 1), variant.threads
+        ctas = fwd_grid(variant, tiles, Sq, causal, causal_offset, _sm_count(self.dev))
+        self.grid, self.threads = (ctas, 1, 1), variant.threads
         self.device, self.dtype = q.device, q.dtype
         out_stride = (Sq * Hq * D, Hq * D, D, 1)
         if bhsd:
@@ -82,7 +82,7 @@ class _FwdPlan:
         self.template = FWD_PARAMS.pack(
             q=blank, k=blank, v=blank, o=blank, lse=0,
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
-            num_m_blocks=num_m_blocks, causal_offset=causal_offset,
+            num_m_blocks=num_m_blocks, num_tiles=tiles, causal_offset=causal_offset,
             scale_log2=softmax_scale * LOG2E,
         )
         self.size = len(self.template)
@@ -106,6 +106,24 @@ class _FwdPlan:
         _PTR.pack_into(block, self.lse_at, lse.data_ptr())
         launch.launch_staged(self.kernel, self.grid, self.threads, self.dev, launch.stream_handle(self.dev))
         return out, lse
+
+
+def fwd_grid(variant: FwdVariant, tiles: int, seqlen_q: int, causal: bool, causal_offset: int,
+             sm_count: int) -> int:
+    """CTAs to launch for `tiles` forward tiles: one per tile, or for a persistent variant a grid of
+    one per SM. Without its own O buffer the kernel stages O in sQ, which a persistent CTA may only do
+    on tiles that load Q: so no persistent grid where some tile sees no key at all (causal with
+    min(block_m, Sq) + causal_offset <= 0)."""
+    if not variant.tile.persistent or tiles <= sm_count:
+        return tiles
+    if not variant.separate_o and causal and min(variant.block_m, seqlen_q) + causal_offset <= 0:
+        return tiles
+    return sm_count
+
+
+@functools.cache
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 _PTR = struct.Struct("<Q")

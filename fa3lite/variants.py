@@ -8,6 +8,7 @@ from .runtime.compile import KernelSpec
 from .runtime.params import ParamStruct
 
 HEAD_DIMS = (64, 128, 256)
+SMEM_LIMIT = 227 * 1024   # dynamic shared memory one Hopper CTA may use
 DTYPES = ("bf16", "fp16")
 
 class FwdTile(typing.NamedTuple):
@@ -18,18 +19,23 @@ class FwdTile(typing.NamedTuple):
     stages: int       # depth of the K/V ring
     overlap: bool     # softmax of one key block under the P.V GEMM of the previous (intra-warpgroup)
     pingpong: bool    # consumer warpgroups take turns issuing GEMMs (cuda_src/attention/pingpong.cuh)
+    persistent: bool = False   # one CTA per SM striding over the tiles (cuda_src/attention/scheduler.cuh)
 
 
 # Forward tiles per (head dim, causal): ((min_seqlen_k, tile), ...), the last entry whose min_seqlen_k
 # <= seqlen_k applies. Chosen by tools/fwd_tune.py on an H100 against cuDNN in the same process
-# (benchmarks/RESULTS.md section 16): d=64 runs three consumer warpgroups (192 query rows at 160
-# registers, FA3's shape for small heads: more warps to hide exp2 latency); pingpong pays everywhere
-# except d=64 causal; d=128 causal takes 192-key blocks once sequences are long (+9% at 16k) but 128
-# at 1k, where fewer, shorter tiles lose more to the tail.
+# (benchmarks/RESULTS.md section 16):
+# - d=64 runs three consumer warpgroups (192 query rows at 160 registers, FA3's shape for small heads:
+#   more warps to hide exp2 latency); pingpong pays everywhere except d=64 causal.
+# - Persistent grids pay for full masks at short keys (d=64 1k +7%, d=128 1k +6%: the next tile's
+#   loads hide under this tile's tail and epilogue) and lose with causal masks (a static stride hands
+#   CTAs unequal work: -33% at 16k) and at d=256 (no room for O's own buffer, so Q waits for O).
+# - d=128 causal takes 192-key blocks once sequences are long but 128 at 1k.
 FWD_TILES = {
-    (64, False): ((0, FwdTile(192, 128, 2, True, True)),),
+    (64, False): ((0, FwdTile(192, 128, 2, True, True, persistent=True)), (4096, FwdTile(192, 128, 2, True, True))),
     (64, True): ((0, FwdTile(192, 128, 2, True, False)),),
-    (128, False): ((0, FwdTile(128, 128, 2, True, True)),),
+    (128, False): ((0, FwdTile(128, 128, 2, True, True, persistent=True)),
+                   (4096, FwdTile(128, 160, 2, True, True, persistent=True))),
     (128, True): ((0, FwdTile(128, 128, 2, True, True)), (4096, FwdTile(128, 192, 2, True, True))),
     (256, False): ((0, FwdTile(128, 80, 2, True, True)),),
     (256, True): ((0, FwdTile(128, 80, 2, True, True)),),
@@ -49,7 +55,7 @@ FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("o", "tma"),
     ("lse", "ptr"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
-    ("num_m_blocks", "i32"), ("causal_offset", "i32"),
+    ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("causal_offset", "i32"),
     ("scale_log2", "f32"),
 ))
 
@@ -93,10 +99,19 @@ class FwdVariant:
         return 128 * (1 + self.block_m // 64)
 
     @property
+    def separate_o(self) -> bool:
+        """Whether O gets its own staging buffer (fwd_smem.cuh): where shared memory has room."""
+        return self._smem(True) <= SMEM_LIMIT
+
+    @property
     def smem_bytes(self) -> int:
-        """Dynamic shared memory: Q, the K/V ring, the mbarriers and 1 KB of alignment slack."""
-        tiles = 2 * self.head_dim * (self.block_m + 2 * self.stages * self.block_n)
-        barriers = 8 * (1 + 4 * self.stages)
+        """Mirror of FwdSmem::kDynamicBytes (the kernel static_asserts the two agree): Q, the K/V
+        ring, O's buffer where it fits, the mbarriers and 1 KB of alignment slack."""
+        return self._smem(self.separate_o)
+
+    def _smem(self, separate_o: bool) -> int:
+        tiles = 2 * self.head_dim * (self.block_m * (2 if separate_o else 1) + 2 * self.stages * self.block_n)
+        barriers = 8 * (2 + 4 * self.stages)
         return tiles + barriers + 1024
 
     def spec(self) -> KernelSpec:
@@ -112,6 +127,9 @@ class FwdVariant:
                 ("FA3LITE_STAGES", str(self.stages)),
                 ("FA3LITE_OVERLAP", "1" if self.overlap else "0"),
                 ("FA3LITE_PINGPONG", "1" if self.tile.pingpong else "0"),
+                ("FA3LITE_SEPARATE_O", "1" if self.separate_o else "0"),
+                ("FA3LITE_PERSISTENT", "1" if self.tile.persistent else "0"),
+                ("FA3LITE_SMEM_BYTES", str(self.smem_bytes)),
             ) + FWD_PARAMS.layout_defines(),
             debug=self.debug,
         )

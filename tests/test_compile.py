@@ -54,6 +54,24 @@ def test_fwd_tile_follows_the_key_length():
     assert (a == b) == (a.tile == b.tile) and (a.spec() == b.spec()) == (a.tile == b.tile)
 
 
+def test_fwd_grid_one_cta_per_tile_or_one_per_sm():
+    from fa3lite.hopper import fwd_grid
+
+    tile = fwd_tile(128, False)
+    pers = FwdVariant(128, "bf16", False, tile=tile._replace(persistent=True))
+    single = FwdVariant(128, "bf16", False, tile=tile._replace(persistent=False))
+    assert fwd_grid(single, 1000, 4096, False, 0, 132) == 1000
+    assert fwd_grid(pers, 1000, 4096, False, 0, 132) == 132
+    assert fwd_grid(pers, 100, 4096, False, 0, 132) == 100          # fewer tiles than SMs
+    # O staged in sQ (no room for its own buffer): no persistent grid once a tile sees no key
+    wide = FwdVariant(256, "bf16", True, tile=fwd_tile(256, True)._replace(persistent=True))
+    assert not wide.separate_o
+    assert fwd_grid(wide, 1000, 4096, True, 0, 132) == 132
+    assert fwd_grid(wide, 1000, 4096, True, -128, 132) == 1000       # block 0 sees no key
+    assert fwd_grid(wide, 1000, 4096, True, -127, 132) == 132
+    assert pers.separate_o and fwd_grid(FwdVariant(128, "bf16", True, tile=pers.tile), 1000, 4096, True, -5000, 132) == 132
+
+
 def test_debug_build_compiles_with_bounded_waits():
     v = FwdVariant(128, "bf16", True, debug=True)
     c = compile_spec(v.spec())

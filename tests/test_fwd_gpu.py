@@ -86,6 +86,29 @@ def test_accuracy_grid(head_dim, dtype, causal, pair):
                   rand(B, Sk, Hk, head_dim, dtype=dt), causal)
 
 
+@pytest.mark.parametrize("shape", [(3, 700, 1037, 16, 4), (2, 1500, 300, 16, 8), (1, 4100, 4100, 8, 8)],
+                         ids=["odd", "more-queries", "long"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+def test_persistent_grid_over_many_tiles(head_dim, causal, shape):
+    # More tiles than SMs: a persistent variant's CTAs each take several tiles (the K/V ring, Q's
+    # barriers and the pingpong turns carry over between them); with causal and Sq > Sk the leading
+    # query blocks see no key at all.
+    B, Sq, Sk, Hq, Hk = shape
+    torch.manual_seed(head_dim + Sq + causal)
+    dt = torch.bfloat16
+    q, k, v = rand(B, Sq, Hq, head_dim, dtype=dt), rand(B, Sk, Hk, head_dim, dtype=dt), rand(B, Sk, Hk, head_dim, dtype=dt)
+    run_and_check(q, k, v, causal)
+    plan = hopper.forward_plan(q, k, v, head_dim ** -0.5, causal, Sk - Sq)
+    variant = hopper.fwd_variant(q, causal, Sk)
+    tiles = -(-Sq // variant.block_m) * Hq * B
+    sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+    assert tiles > sms
+    assert plan.grid[0] == hopper.fwd_grid(variant, tiles, Sq, causal, Sk - Sq, sms)
+    if variant.tile.persistent and (variant.separate_o or not causal or Sq <= Sk):
+        assert plan.grid[0] == sms
+
+
 @pytest.mark.parametrize("offset", [0, -50, 37])
 def test_causal_offsets_and_fully_masked_rows(offset):
     # offset 0 is SDPA's top-left alignment; a negative one leaves the first rows with no key.

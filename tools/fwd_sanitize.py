@@ -6,8 +6,9 @@ from fa3lite import hopper
 
 for D in (64, 128, 256):
     for causal in (False, True):
-        for Sq, Sk in ((130, 77), (400, 701), (333, 5000)):
-            q = torch.randn(1, Sq, 2, D, device="cuda", dtype=torch.bfloat16)
+        # the last two have more tiles than SMs: a persistent variant's CTAs take several each
+        for Sq, Sk, Hq in ((130, 77, 2), (400, 701, 2), (333, 5000, 2), (1100, 1037, 32), (1500, 300, 32)):
+            q = torch.randn(1, Sq, Hq, D, device="cuda", dtype=torch.bfloat16)
             k = torch.randn(1, Sk, 1, D, device="cuda", dtype=torch.bfloat16)
             v = torch.randn(1, Sk, 1, D, device="cuda", dtype=torch.bfloat16)
             out, lse = hopper.forward(q, k, v, D ** -0.5, causal, Sk - Sq)

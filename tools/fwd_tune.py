@@ -11,15 +11,13 @@ from fa3lite.runtime.compile import CompileError
 from fa3lite.runtime.inspect import spec_info
 from fa3lite.variants import FwdTile as T
 
+P = {"persistent": True}
 CANDIDATES = {
-    64: [T(128, 192, 2, False, False), T(128, 192, 2, False, True), T(192, 128, 2, True, True),
-         T(192, 128, 2, True, False), T(192, 128, 2, False, True), T(192, 192, 2, False, True),
-         T(192, 160, 2, False, True), T(192, 96, 2, True, True)],
-    128: [T(128, 128, 2, True, False), T(128, 128, 2, True, True), T(128, 176, 2, True, True),
-          T(128, 176, 2, True, False), T(128, 160, 2, True, True), T(128, 128, 3, True, True),
-          T(128, 192, 2, True, True)],
-    256: [T(128, 80, 2, True, False), T(128, 80, 2, True, True), T(128, 64, 2, True, True),
-          T(128, 64, 3, True, True), T(128, 80, 2, False, True)],
+    64: [T(192, 128, 2, True, True), T(192, 128, 2, True, True, **P), T(192, 128, 2, True, False),
+         T(192, 128, 2, True, False, **P)],
+    128: [T(128, 128, 2, True, True), T(128, 128, 2, True, True, **P), T(128, 192, 2, True, True),
+          T(128, 160, 2, True, True, **P), T(128, 176, 2, True, True, **P)],
+    256: [T(128, 80, 2, True, True), T(128, 80, 2, True, True, **P), T(128, 64, 2, True, True, **P)],
 }
 
 
@@ -67,7 +65,8 @@ if __name__ == "__main__":
             good = True
             for causal in (False, True):
                 use(d, causal, c)
-                for shape in ((1, 333, 517, 2, 1), (2, 1, 239, 4, 2), (1, 1000, 1000, 3, 3), (2, 64, 64, 2, 1)):
+                for shape in ((1, 333, 517, 2, 1), (2, 1, 239, 4, 2), (1, 1000, 1000, 3, 3), (2, 64, 64, 2, 1),
+                              (3, 700, 1037, 16, 4), (2, 1500, 300, 16, 8)):
                     good &= check(*shape, d, torch.bfloat16, causal)
             if not good:
                 print("   WRONG: not timed")

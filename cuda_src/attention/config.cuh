@@ -22,6 +22,11 @@ constexpr int kStages = FA3LITE_STAGES;      // depth of the K/V ring
 constexpr bool kIsCausal = FA3LITE_CAUSAL != 0;
 constexpr bool kOverlap = FA3LITE_OVERLAP != 0;   // softmax of block n under the P.V GEMM of block n+1
 constexpr bool kPingpong = FA3LITE_PINGPONG != 0; // consumer warpgroups take turns issuing GEMMs (pingpong.cuh)
+// O is staged for its TMA store in a buffer of its own (where shared memory has room), so the next
+// tile's Q can load while this tile's epilogue runs; otherwise O reuses the Q tile (fwd_smem.cuh).
+constexpr bool kSeparateO = FA3LITE_SEPARATE_O != 0;
+// A CTA may stride over several tiles (scheduler.cuh); without it the host launches one CTA per tile.
+constexpr bool kPersistent = FA3LITE_PERSISTENT != 0;
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kConsumerWarpgroups = kBlockM / 64;

@@ -53,8 +53,8 @@ __device__ __forceinline__ bool scores_now(const FwdParams& p, const FwdSmem& sm
 // Serial schedule: each GEMM is waited for right away; only the other warpgroups overlap this one.
 __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSmem& sm, const Mask& mask, int wg_row0,
                                                 u32 q_wg, int n_end, int tid, const Pingpong& pp,
-                                                OnlineSoftmax& softmax, float (&o)[kHeadDim / 2]) {
-  RingPos<kStages> pos;
+                                                RingPos<kStages>& pos, OnlineSoftmax& softmax,
+                                                float (&o)[kHeadDim / 2]) {
   for (int n = n_end - 1; n >= 0; --n) {
     float s[kBlockN / 2], corr[2];
     const bool moved = scores_now(p, sm, mask, wg_row0, q_wg, n, pos, tid, pp, softmax, s, corr);
@@ -74,8 +74,8 @@ __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSme
 // Overlapped schedule (see the top of this file).
 __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const FwdSmem& sm, const Mask& mask,
                                                     int wg_row0, u32 q_wg, int n_end, int tid, const Pingpong& pp,
-                                                    OnlineSoftmax& softmax, float (&o)[kHeadDim / 2]) {
-  RingPos<kStages> pos;
+                                                    RingPos<kStages>& pos, OnlineSoftmax& softmax,
+                                                    float (&o)[kHeadDim / 2]) {
   u32 pa[kBlockN / 16][4];
   {  // first block: nothing to overlap with yet, and O is zero: no rescale
     float s[kBlockN / 2], corr[2];
@@ -109,11 +109,14 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
   gemm_pv(o, pa, sm.v(prev.stage));
   pp.pass(true);
   wgmma::wait_group<0>();
-  release(sm.v_empty(prev.stage), tid);
+  release(sm.v_empty(prev.stage), tid);   // pos is one past prev: where the next tile starts
 }
 
-__device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& sm, const Tile& t, int n_end,
-                                             int wg, int tid) {
+// One tile: 64 query rows of this warpgroup against the tile's visible key blocks, then the epilogue.
+// q_round counts the CTA's tiles with visible keys (the parity of q_full / q_empty).
+__device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& sm, const Tile& t, int wg, int tid,
+                                             RingPos<kStages>& pos, u32& q_round) {
+  const int n_end = n_block_end(p, t.m_block);
   float o[kHeadDim / 2];
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.f;
@@ -124,19 +127,36 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& 
   const Mask mask{p.seqlen_k, p.causal_offset, wg_row0 + frag::row_base(tid), frag::col_base(tid)};
   const u32 q_wg = sm.q() + wg * 64 * kRowBytes;
 
-  if (n_end > 0) {
+  const bool has_keys = n_end > 0;
+  if (has_keys) {
     const Pingpong pp{wg};
     pp.start();
-    mbar::wait(sm.q_full(), 0);
+    mbar::wait(sm.q_full(), q_round & 1u);
     if constexpr (kOverlap) {
-      mainloop_overlapped(p, sm, mask, wg_row0, q_wg, n_end, tid, pp, softmax, o);
+      mainloop_overlapped(p, sm, mask, wg_row0, q_wg, n_end, tid, pp, pos, softmax, o);
     } else {
-      mainloop_serial(p, sm, mask, wg_row0, q_wg, n_end, tid, pp, softmax, o);
+      mainloop_serial(p, sm, mask, wg_row0, q_wg, n_end, tid, pp, pos, softmax, o);
     }
+    // Every Q K^T wgmma of this warp has completed: with its own O buffer, sQ may take the next Q.
+    if constexpr (kSeparateO) release(sm.q_empty(), tid);
+    ++q_round;
   }
   float inv[2], lse[2];
   softmax.finalize(p.scale_log2, inv, lse);
-  fwd_epilogue(p, sm, t, wg, tid, o, inv, lse);
+  fwd_epilogue(p, sm, t, wg, tid, o, inv, lse, has_keys);
+}
+
+__device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& sm, int wg, int tid) {
+  RingPos<kStages> pos;
+  u32 q_round = 0;
+  if constexpr (kPersistent) {
+#pragma unroll 1
+    for (int idx = blockIdx.x; idx < p.num_tiles; idx += gridDim.x) {
+      consume_tile(p, sm, tile_of(p, idx), wg, tid, pos, q_round);
+    }
+  } else {   // one tile per CTA: no loop state to keep live (it costs registers at the widest tiles)
+    consume_tile(p, sm, tile_of(p, blockIdx.x), wg, tid, pos, q_round);
+  }
 }
 
 }}  // namespace fa3lite::attn

@@ -1,6 +1,7 @@
 // Forward attention entry: shared-memory plan, barrier init, role dispatch. Nothing else.
 //   warpgroup 0          producer: TMA loads of Q and the K/V ring (fwd_producer.cuh)
 //   warpgroups 1..       consumers: 64 query rows each, S = QK^T, softmax, O += PV, epilogue
+// Both roles walk the same tiles (scheduler.cuh) and keep their ring positions across tiles.
 #include "fwd_consumer.cuh"
 #include "fwd_producer.cuh"
 
@@ -10,12 +11,11 @@ using namespace fa3lite::attn;
 extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_fwd(const __grid_constant__ FwdParams p) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const FwdSmem sm{(smem_addr(smem_raw) + kSmemAlign - 1) & ~static_cast<u32>(kSmemAlign - 1)};
-  const Tile t = tile_of_block(p);
-  const int n_end = n_block_end(p, t.m_block);
   const int wg = threadIdx.x / kWarpgroupThreads;
 
   if (threadIdx.x == 0) {
     mbar::init(sm.q_full(), 1);
+    mbar::init(sm.q_empty(), kQEmptyArrivals);
     for (int s = 0; s < kStages; ++s) {
       mbar::init(sm.k_full(s), 1);
       mbar::init(sm.v_full(s), 1);
@@ -28,9 +28,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_fwd(const __gr
 
   if (wg == 0) {
     warpgroup::setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x / 32 == 0 && warp::elect_one()) fwd_producer(p, sm, t, n_end);
+    if (threadIdx.x / 32 == 0 && warp::elect_one()) fwd_producer(p, sm);
   } else {
     warpgroup::setmaxnreg_inc<kConsumerRegs>();
-    fwd_consumer(p, sm, t, n_end, wg - 1, threadIdx.x % kWarpgroupThreads);
+    fwd_consumer(p, sm, wg - 1, threadIdx.x % kWarpgroupThreads);
   }
 }

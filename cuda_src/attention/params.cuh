@@ -16,6 +16,7 @@ struct FwdParams {
   i32 num_heads_q;
   i32 head_group;       // Hq / Hk: query heads sharing one K/V head
   i32 num_m_blocks;     // ceil(Sq / kBlockM)
+  i32 num_tiles;        // num_m_blocks * Hq * B: the grid strides over them (scheduler.cuh)
   i32 causal_offset;    // key j is visible to query i iff j <= i + causal_offset
   float scale_log2;     // softmax_scale * log2(e): scores go through exp2
 };

@@ -1,7 +1,11 @@
-// Tile scheduler: one CTA per (query block, head, batch), flattened into blockIdx.x so the grid is
+// Tile scheduler: tiles are (query block, head, batch), flattened into one index so the grid is
 // never limited by the 65535 cap on grid y/z (B * H can be anything). Query blocks of one head are
 // adjacent, so CTAs running together share K/V in L2. With a causal mask the last query blocks see
-// the most keys: they are scheduled first so the long tiles do not trail at the end of the grid.
+// the most keys: they come first so the long tiles do not trail at the end of the grid.
+// A CTA takes tiles blockIdx.x, blockIdx.x + gridDim.x, ...: with one CTA per tile that is one tile;
+// a kPersistent variant may run on a persistent grid (one CTA per SM, chosen by the host), where the
+// producer loads the next tile's K/V and Q while the consumers finish the current one, hiding the
+// per-tile start-up (first loads, pipeline fill) and the epilogue.
 #pragma once
 #include "config.cuh"
 #include "params.cuh"
@@ -15,8 +19,8 @@ struct Tile {
   int batch;
 };
 
-__device__ __forceinline__ Tile tile_of_block(const FwdParams& p) {
-  const unsigned idx = blockIdx.x;
+__device__ __forceinline__ Tile tile_of(const FwdParams& p, int tile_idx) {
+  const unsigned idx = static_cast<unsigned>(tile_idx);
   const int m_rev = idx % p.num_m_blocks;
   const unsigned rest = idx / p.num_m_blocks;
   Tile t;
