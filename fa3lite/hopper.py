@@ -53,7 +53,7 @@ class _FwdPlan:
     operand. A call then only allocates out/lse, fills in the maps and the LSE address, and launches."""
 
     __slots__ = ("kernel", "grid", "threads", "dev", "device", "dtype", "out_shape", "out_stride",
-                 "lse_shape", "template", "size", "slots", "lse_at")
+                 "lse_shape", "template", "size", "slots", "lse_at", "sched_at", "sched_words")
 
     def __init__(self, q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False):
         """q, k, v in the flash_attn layout (B, S, H, D), or with ``bhsd`` in torch's (B, H, S, D)
@@ -80,7 +80,7 @@ class _FwdPlan:
         self.lse_shape = (B, Hq, Sq)
         blank = bytes(128)
         self.template = FWD_PARAMS.pack(
-            q=blank, k=blank, v=blank, o=blank, lse=0,
+            q=blank, k=blank, v=blank, o=blank, lse=0, tile_sched=0,
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
             num_m_blocks=num_m_blocks, num_tiles=tiles, causal_offset=causal_offset,
             scale_log2=softmax_scale * LOG2E,
@@ -95,6 +95,10 @@ class _FwdPlan:
                 ("v", (B, Sk, Hk, D), v_stride, variant.block_n, None),
                 ("o", (B, Sq, Hq, D), out_stride, 64, 1)))
         self.lse_at = offsets["lse"]
+        # A persistent causal grid claims tiles from a counter and hands them over through one word
+        # per CTA, all zeroed every launch (with ctas == tiles the kernel takes the static path).
+        dynamic = variant.tile.persistent and causal and ctas < tiles
+        self.sched_at, self.sched_words = (offsets["tile_sched"], 1 + ctas) if dynamic else (None, 0)
 
     def __call__(self, q, k, v):
         out = torch.empty_strided(self.out_shape, self.out_stride, dtype=self.dtype, device=self.device)
@@ -104,6 +108,9 @@ class _FwdPlan:
         for (at, maker), t in zip(self.slots, (q, k, v, out)):
             block[at:at + 128] = maker(t.data_ptr())
         _PTR.pack_into(block, self.lse_at, lse.data_ptr())
+        if self.sched_at is not None:
+            sched = torch.zeros((self.sched_words,), dtype=torch.int32, device=self.device)
+            _PTR.pack_into(block, self.sched_at, sched.data_ptr())
         launch.launch_staged(self.kernel, self.grid, self.threads, self.dev, launch.stream_handle(self.dev))
         return out, lse
 

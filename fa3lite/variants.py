@@ -23,22 +23,21 @@ class FwdTile(typing.NamedTuple):
 
 
 # Forward tiles per (head dim, causal): ((min_seqlen_k, tile), ...), the last entry whose min_seqlen_k
-# <= seqlen_k applies. Chosen by tools/fwd_tune.py on an H100 against cuDNN in the same process
-# (benchmarks/RESULTS.md section 16):
+# <= seqlen_k applies. Chosen with tools/fwd_tune.py --interleave on an H100 (candidates and cuDNN
+# timed in alternation; benchmarks/RESULTS.md section 16):
 # - d=64 runs three consumer warpgroups (192 query rows at 160 registers, FA3's shape for small heads:
-#   more warps to hide exp2 latency); pingpong pays everywhere except d=64 causal.
-# - Persistent grids pay for full masks at short keys (d=64 1k +7%, d=128 1k +6%: the next tile's
-#   loads hide under this tile's tail and epilogue) and lose with causal masks (a static stride hands
-#   CTAs unequal work: -33% at 16k) and at d=256 (no room for O's own buffer, so Q waits for O).
-# - d=128 causal takes 192-key blocks once sequences are long but 128 at 1k.
+#   more warps to hide exp2 latency).
+# - Persistent grids win at short and medium keys (1k: +5-9%), and with causal masks also at long
+#   ones once tiles are claimed dynamically (d=256 causal 16k +6%); one CTA per tile keeps the edge
+#   at 16k where wide key blocks pay (d=64 full, d=128 causal 192-key blocks).
 FWD_TILES = {
     (64, False): ((0, FwdTile(192, 128, 2, True, True, persistent=True)), (4096, FwdTile(192, 128, 2, True, True))),
-    (64, True): ((0, FwdTile(192, 128, 2, True, False)),),
+    (64, True): ((0, FwdTile(192, 128, 2, True, True, persistent=True)),),
     (128, False): ((0, FwdTile(128, 128, 2, True, True, persistent=True)),
                    (4096, FwdTile(128, 160, 2, True, True, persistent=True))),
-    (128, True): ((0, FwdTile(128, 128, 2, True, True)), (4096, FwdTile(128, 192, 2, True, True))),
-    (256, False): ((0, FwdTile(128, 80, 2, True, True)),),
-    (256, True): ((0, FwdTile(128, 80, 2, True, True)),),
+    (128, True): ((0, FwdTile(128, 128, 2, True, True, persistent=True)), (8192, FwdTile(128, 192, 2, True, True))),
+    (256, False): ((0, FwdTile(128, 80, 2, True, True, persistent=True)),),
+    (256, True): ((0, FwdTile(128, 80, 2, True, True, persistent=True)),),
 }
 
 
@@ -53,7 +52,7 @@ def fwd_tile(head_dim: int, causal: bool, seqlen_k: int = 0) -> FwdTile:
 
 FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("o", "tma"),
-    ("lse", "ptr"),
+    ("lse", "ptr"), ("tile_sched", "ptr"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
     ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("causal_offset", "i32"),
     ("scale_log2", "f32"),

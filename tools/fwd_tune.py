@@ -16,8 +16,8 @@ CANDIDATES = {
     64: [T(192, 128, 2, True, True), T(192, 128, 2, True, True, **P), T(192, 128, 2, True, False),
          T(192, 128, 2, True, False, **P)],
     128: [T(128, 128, 2, True, True), T(128, 128, 2, True, True, **P), T(128, 192, 2, True, True),
-          T(128, 160, 2, True, True, **P), T(128, 176, 2, True, True, **P)],
-    256: [T(128, 80, 2, True, True), T(128, 80, 2, True, True, **P), T(128, 64, 2, True, True, **P)],
+          T(128, 160, 2, True, True, **P)],
+    256: [T(128, 80, 2, True, True), T(128, 80, 2, True, True, **P)],
 }
 
 
@@ -40,6 +40,49 @@ def compiles(d, tile):
     return (not bad), f"regs {info['registers']} spill {info['spill_bytes']} stack {info['stack_bytes']}"
 
 
+def interleaved(d, causal, S, tiles, rounds=7, calls=10):
+    """Median ms per candidate (and cuDNN) at one cell, timed in alternation so drifting clocks hit
+    every candidate alike."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    H, B = 2048 // d, 16384 // S
+    q, k, v = (torch.randn(B, S, H, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+
+    def runner(tile):
+        if tile is None:
+            def call():
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+            return call
+        return lambda: hopper.forward(q, k, v, d ** -0.5, causal, 0)
+
+    names = ["cudnn"] + [str(tuple(t)) for t in tiles]
+    times = {n: [] for n in names}
+    st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(rounds):
+        for name, tile in zip(names, [None] + list(tiles)):
+            if tile is not None:
+                use(d, causal, tile)
+            call = runner(tile)
+            call()
+            call()
+            torch.cuda.synchronize()
+            st.record()
+            for _ in range(calls):
+                call()
+            en.record()
+            torch.cuda.synchronize()
+            times[name].append(st.elapsed_time(en) / calls)
+    flops = 4 * B * H * S * S * d / (2 if causal else 1)
+    base = sorted(times["cudnn"])[rounds // 2]
+    for name in names:
+        ms = sorted(times[name])[rounds // 2]
+        print(f"  d={d} {'causal' if causal else 'full'} S={S} {name:<40} {ms:.3f} ms {flops / ms / 1e9:7.1f} TFLOP/s"
+              f" {base / ms:.3f}x cuDNN", flush=True)
+
+
 if __name__ == "__main__":
     only = [int(a) for a in sys.argv[1:] if a.isdigit()]
     dims = only or list(CANDIDATES)
@@ -52,6 +95,18 @@ if __name__ == "__main__":
     import torch
     from fwd_smoke import bench, bench_sdpa, check
 
+    masks = [m == "causal" for m in ("full", "causal") if f"--{m}" in sys.argv] or [False, True]
+    if "--interleave" in sys.argv:
+        for d in dims:
+            good = [c for c in CANDIDATES[d] if compiles(d, c)[0]]
+            for causal in masks:
+                for c in good:
+                    use(d, causal, c)
+                    for shape in ((1, 333, 517, 2, 1), (3, 700, 1037, 16, 4), (2, 1500, 300, 16, 8)):
+                        assert check(*shape, d, torch.bfloat16, causal), (d, causal, c)
+                for S in (1024, 4096, 16384):
+                    interleaved(d, causal, S, good)
+        sys.exit(0)
     for d in dims:
         for causal in (False, True):
             for S in (1024, 4096, 16384):

@@ -27,6 +27,9 @@ constexpr bool kPingpong = FA3LITE_PINGPONG != 0; // consumer warpgroups take tu
 constexpr bool kSeparateO = FA3LITE_SEPARATE_O != 0;
 // A CTA may stride over several tiles (scheduler.cuh); without it the host launches one CTA per tile.
 constexpr bool kPersistent = FA3LITE_PERSISTENT != 0;
+// Causal tiles differ in length, so a persistent CTA claims its next tile when it needs one (an atomic
+// counter) instead of taking every gridDim.x-th: greedy list scheduling, longest tiles first.
+constexpr bool kDynamicTiles = kPersistent && kIsCausal;
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kConsumerWarpgroups = kBlockM / 64;

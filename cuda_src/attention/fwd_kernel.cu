@@ -28,7 +28,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_fwd(const __gr
 
   if (wg == 0) {
     warpgroup::setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x / 32 == 0 && warp::elect_one()) fwd_producer(p, sm);
+    if (threadIdx.x / 32 == 0) fwd_producer(p, sm, threadIdx.x % 32 == 0);
   } else {
     warpgroup::setmaxnreg_inc<kConsumerRegs>();
     fwd_consumer(p, sm, wg - 1, threadIdx.x % kWarpgroupThreads);

@@ -1,4 +1,5 @@
-// Producer warpgroup: one elected thread issues every TMA load; the other 127 threads idle.
+// Producer warpgroup: warp 0 walks the tiles (all its lanes take part in the tile hand-off, see
+// scheduler.cuh); its lane 0 issues every TMA load. The other three warps idle.
 // Contract with the consumers (per K/V stage s, round r = phase), continued across the CTA's tiles:
 //   producer waits k_empty[s] (phase ^ 1), arms k_full[s] with the full box bytes, loads K  -> k_full[s]
 //   producer waits v_empty[s] (phase ^ 1), arms v_full[s], loads V                          -> v_full[s]
@@ -19,32 +20,38 @@
 
 namespace fa3lite { namespace attn {
 
-__device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& sm) {
-  tma::prefetch_desc(&p.q);
-  tma::prefetch_desc(&p.k);
-  tma::prefetch_desc(&p.v);
-
+__device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& sm, bool leader) {
+  if (leader) {
+    tma::prefetch_desc(&p.q);
+    tma::prefetch_desc(&p.k);
+    tma::prefetch_desc(&p.v);
+  }
   RingPos<kStages> pos;
   u32 q_round = 0;   // tiles with visible keys so far: Q loads and q_empty phases
-  for (int idx = blockIdx.x; idx < p.num_tiles; idx += gridDim.x) {
+  int handoffs = 0;
+  for (int idx = blockIdx.x; idx < p.num_tiles; idx = producer_next_tile(p, idx, handoffs, leader)) {
     const Tile t = tile_of(p, idx);
     const int n_end = n_block_end(p, t.m_block);
     // n_end == 0: nothing visible; the consumers write zeros and -inf without any load.
     for (int n = n_end - 1; n >= 0; --n) {
       mbar::wait(sm.k_empty(pos.stage), pos.phase ^ 1u);
-      mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
-      tma::load_5d(sm.k(pos.stage), &p.k, sm.k_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, t.batch);
-
+      if (leader) {
+        mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
+        tma::load_5d(sm.k(pos.stage), &p.k, sm.k_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, t.batch);
+      }
       if (n == n_end - 1) {
         if (q_round > 0) mbar::wait(sm.q_empty(), (q_round - 1) & 1u);
-        mbar::arrive_expect_tx(sm.q_full(), kQTileBytes);
-        tma::load_5d(sm.q(), &p.q, sm.q_full(), 0, t.m_block * kBlockM, 0, t.head, t.batch);
+        if (leader) {
+          mbar::arrive_expect_tx(sm.q_full(), kQTileBytes);
+          tma::load_5d(sm.q(), &p.q, sm.q_full(), 0, t.m_block * kBlockM, 0, t.head, t.batch);
+        }
         ++q_round;
       }
-
       mbar::wait(sm.v_empty(pos.stage), pos.phase ^ 1u);
-      mbar::arrive_expect_tx(sm.v_full(pos.stage), kKVTileBytes);
-      tma::load_5d(sm.v(pos.stage), &p.v, sm.v_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, t.batch);
+      if (leader) {
+        mbar::arrive_expect_tx(sm.v_full(pos.stage), kKVTileBytes);
+        tma::load_5d(sm.v(pos.stage), &p.v, sm.v_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, t.batch);
+      }
       pos.advance();
     }
   }

@@ -11,6 +11,8 @@ struct FwdParams {
   TmaDesc v;
   TmaDesc o;            // (B, Sq, Hq, D) boxes of 64 rows x 64 columns (one warpgroup, one column block)
   float* lse;           // (B, Hq, Sq) contiguous, natural log
+  i32* tile_sched;      // kDynamicTiles: [0] tiles claimed past the first wave, [1 + cta] that CTA's
+                        // hand-off slot; zeroed by the host per launch (scheduler.cuh)
   i32 seqlen_q;
   i32 seqlen_k;
   i32 num_heads_q;

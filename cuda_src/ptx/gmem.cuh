@@ -1,5 +1,5 @@
-// Global-memory synchronisation between CTAs (the deterministic dQ semaphore). One PTX instruction
-// per function. Owner: backward kernel.
+// Global-memory synchronisation: between CTAs (the backward's deterministic dQ semaphore) and inside
+// one (the forward's tile hand-off). One PTX instruction per function.
 #pragma once
 #include "types.cuh"
 
@@ -11,6 +11,16 @@ __device__ __forceinline__ i32 ld_acquire(const i32* p) {
   i32 v;
   asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
+}
+
+// Plain CTA-scope accesses of a word other threads of the CTA read or write; a barrier orders them.
+__device__ __forceinline__ i32 ld_relaxed_cta(const i32* p) {
+  i32 v;
+  asm volatile("ld.relaxed.cta.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_relaxed_cta(i32* p, i32 v) {
+  asm volatile("st.relaxed.cta.global.b32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
 
 // Atomically add to a flag with release semantics at GPU scope (publishes this thread's prior writes).
