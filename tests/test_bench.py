@@ -479,11 +479,55 @@ def test_runner_times_every_mode_in_grad_mode():
 
 def test_impl_registry_order_and_selection():
     names = [i.name for i in all_impls()]
-    assert names[:2] == ["fa3lite", BASELINE]
-    assert set(names) == {"fa3lite", "cudnn", "fa4", "fa3", "fa2", "mem_eff", "flex"}
+    assert names[:3] == ["fa3lite", "fa3lite_det", BASELINE]
+    assert set(names) == {"fa3lite", "fa3lite_det", "cudnn", "fa4", "fa3", "fa2", "mem_eff", "flex"}
+    assert [i.name for i in select_impls(None)] == [n for n in names if n != "fa3lite_det"]
     assert [i.name for i in select_impls(("flex", "fa3lite"))] == ["fa3lite", "flex"]
     with pytest.raises(ValueError, match="nonesuch"):
         select_impls(("nonesuch",))
+
+
+def test_deterministic_adapter_asks_fa3lite_for_the_deterministic_backward(monkeypatch):
+    import fa3lite
+
+    calls = []
+    monkeypatch.setattr(fa3lite, "flash_attn_func", lambda q, k, v, **kw: calls.append(kw) or q)
+    by_name = {i.name: i for i in select_impls(("fa3lite", "fa3lite_det"))}
+    for name in ("fa3lite", "fa3lite_det"):
+        by_name[name].bind(True, 8, 8, 0.5, "cpu").call(None, None, None)
+    assert calls == [dict(softmax_scale=0.5, causal=True, deterministic=flag, backend="fa3lite")
+                     for flag in (False, True)]
+    assert (by_name["fa3lite"].label, by_name["fa3lite_det"].label) == ("fa3lite", "fa3lite det")
+
+
+def test_deterministic_rows_carry_the_flag_in_results_json(monkeypatch, tmp_path):
+    """The real fa3lite adapters over a CPU stand-in for flash_attn_func: each row of fa3lite_det
+    says deterministic true, each of fa3lite false, the baseline's has no such key; the table has a
+    column for it; the host-time table leaves it out; partial results keep the flag."""
+    import fa3lite
+    from fa3lite.bench.results import measurement_row
+
+    def stand_in(q, k, v, softmax_scale, causal, deterministic, backend):
+        return _bshd_math(q, k, v, softmax_scale, causal)
+
+    monkeypatch.setattr(fa3lite, "flash_attn_func", stand_in)
+    impls = select_impls(("fa3lite", "fa3lite_det")) + [MathImpl(BASELINE)]
+    runner, ms = _run(impls, spec=_tiny_spec(modes=("fwd", "bwd")))
+    assert {m.status for m in ms} == {OK}
+    run = BenchRun(meta={}, config={}, measurements=ms)
+    path = tmp_path / "results.json"
+    report.write_json(path, run)
+    flags = {}
+    for row in json.loads(path.read_text())["results"]:
+        flags.setdefault(row["impl"], set()).add(row.get("deterministic", "no key"))
+    assert flags == {"fa3lite": {False}, "fa3lite_det": {True}, BASELINE: {"no key"}}
+    labels = {i.name: i.label for i in impls}
+    header = report.format_table(run, labels).splitlines()[0]
+    assert header.split("|")[1].split() == ["fa3lite", "fa3lite", "det", BASELINE]
+    assert {h.impl for h in runner.host_times()} == {"fa3lite", BASELINE}
+    partial = tmp_path / cli.PARTIAL_NAME
+    partial.write_text("".join(json.dumps(measurement_row(m)) + "\n" for m in ms))
+    assert cli._read_partial(partial, grid.build_grid(_tiny_spec())) == ms
 
 
 def test_missing_peer_probe_names_the_package():
@@ -652,6 +696,16 @@ def test_parse_args_filters_and_flags(tmp_path):
     assert o.time_budget == 400 and not (o.plots or o.compile_time or o.host_time)
     assert cli.parse_args(["--quick", "--causal", "false"]).spec.causal == (False,)
     assert cli.parse_args(["--causal", "both"]).spec.causal == (False, True)
+
+
+def test_deterministic_flag_adds_fa3lite_det_next_to_fa3lite():
+    default = [i.name for i in select_impls(cli.parse_args([]).impls)]
+    both = [i.name for i in select_impls(cli.parse_args(["--deterministic"]).impls)]
+    assert "fa3lite_det" not in default
+    assert both == default[:1] + ["fa3lite_det"] + default[1:]
+    assert cli.parse_args(["--impl", "fa3lite_det"]).impls == ("fa3lite_det",)
+    o = cli.parse_args(["--impl", "fa3lite,cudnn", "--deterministic"])
+    assert [i.name for i in select_impls(o.impls)] == ["fa3lite", "fa3lite_det", BASELINE]
 
 
 @pytest.mark.parametrize("argv", [

@@ -80,7 +80,7 @@ def _causal(text: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .impls import IMPL_NAMES
+    from .impls import DETERMINISTIC_IMPL, IMPL_NAMES
 
     p = argparse.ArgumentParser(
         prog="python -m fa3lite.bench",
@@ -113,7 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fwd, bwd, fwdbwd (or fwd+bwd) or all")
     p.add_argument("--dtype", choices=grid.DTYPES, default="bf16")
     p.add_argument("--impl", action="append", type=_list_of(_impl_name), metavar="NAME[,NAME]",
-                   help=f"implementations to run, from {', '.join(IMPL_NAMES)} (default all)")
+                   help=f"implementations to run, from {', '.join(IMPL_NAMES)} "
+                        f"(default all but {DETERMINISTIC_IMPL})")
+    p.add_argument("--deterministic", action="store_true",
+                   help=f"also run fa3lite with its deterministic backward ({DETERMINISTIC_IMPL}), "
+                        "next to the default one")
     p.add_argument("--tokens", type=int, default=grid.DEFAULT_TOKENS, help="tokens per batch (B = tokens/S)")
     p.add_argument("--width", type=int, default=grid.DEFAULT_WIDTH, help="model width (H = width/d)")
     p.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help="output folder (default ./bench_out)")
@@ -138,6 +142,14 @@ def _flatten(groups):
     return tuple(v for g in groups for v in g) if groups else None
 
 
+def with_deterministic(impls: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The implementation names of --impl (None: the default set) plus fa3lite's deterministic
+    backward: what --deterministic runs."""
+    from .impls import DEFAULT_IMPL_NAMES, DETERMINISTIC_IMPL
+
+    return tuple(dict.fromkeys((impls or DEFAULT_IMPL_NAMES) + (DETERMINISTIC_IMPL,)))
+
+
 def parse_args(argv=None) -> Options:
     from .impls import select_impls
 
@@ -150,6 +162,8 @@ def parse_args(argv=None) -> Options:
     if a.time_budget is not None and a.time_budget <= 0:
         p.error(f"--time-budget: expected a positive number of seconds, got {a.time_budget}")
     impls = _flatten(a.impl)
+    if a.deterministic:
+        impls = with_deterministic(impls)
     try:
         spec = grid.make_spec(a.preset, _flatten(a.head_dim), a.causal, _flatten(a.seqlen),
                               _flatten(a.mode), a.dtype, a.tokens, a.width)
@@ -198,7 +212,7 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
 
     from . import compile_time, report
     from .envinfo import collect_env
-    from .impls import select_impls
+    from .impls import FA3LITE_IMPLS, select_impls
     from .plots import matplotlib_missing, write_plots
     from .progress import Progress
     from .results import WRONG, BenchRun, measurement_row
@@ -291,7 +305,7 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
     partial.unlink(missing_ok=True)
     print(text, flush=True)
     print(f"files in {out_dir}/: " + ", ".join(sorted(p.name for p in out_dir.iterdir())), flush=True)
-    if any(m.impl == "fa3lite" and m.status == WRONG for m in run.measurements) and status == EXIT_OK:
+    if any(m.impl in FA3LITE_IMPLS and m.status == WRONG for m in run.measurements) and status == EXIT_OK:
         status = EXIT_FA3LITE_WRONG
     return status
 
@@ -312,7 +326,8 @@ def _read_partial(path: Path, cells):
             r = json.loads(line)
             cell = by_shape[(r["head_dim"], r["mask"], r["seqlen"])]
             stats = Stats(r["ms_median"], r["ms_p20"], r["ms_p80"], r["reps"]) if r["status"] == "ok" else None
-            out.append(Measurement(r["impl"], cell, r["mode"], r["status"], stats, r["reason"]))
+            out.append(Measurement(r["impl"], cell, r["mode"], r["status"], stats, r["reason"],
+                                   r.get("deterministic")))
         except (ValueError, KeyError, TypeError):
             continue
     return out

@@ -41,10 +41,16 @@ class Bound:
 
 
 class Impl:
-    """Base adapter. name: key in the files; label: column heading."""
+    """Base adapter. name: key in the files; label: column heading; deterministic: whether its
+    backward is the deterministic one, None where the adapter does not choose (written to the files
+    only when not None); in_default_run: run when --impl names none; host_timed: in the host-time
+    table."""
 
     name = ""
     label = ""
+    deterministic: bool | None = None
+    in_default_run = True
+    host_timed = True
 
     def probe(self) -> str | None:
         """None when the implementation can be imported here, else the reason it is absent."""
@@ -70,9 +76,11 @@ def _import_reason(module: str, attr: str | None = None) -> str | None:
 
 
 class Fa3lite(Impl):
-    """fa3lite.flash_attn_func pinned to its Hopper kernels: a fallback must never be timed as it."""
+    """fa3lite.flash_attn_func pinned to its Hopper kernels: a fallback must never be timed as it.
+    The default backward (dQ accumulated with atomics)."""
 
     name, label = "fa3lite", "fa3lite"
+    deterministic = False
 
     def probe(self):
         return _import_reason("fa3lite", "flash_attn_func")
@@ -81,11 +89,22 @@ class Fa3lite(Impl):
         import fa3lite
 
         fn = fa3lite.flash_attn_func
+        deterministic = self.deterministic
 
         def call(q, k, v):
-            return fn(q, k, v, softmax_scale=scale, causal=causal, backend="fa3lite")
+            return fn(q, k, v, softmax_scale=scale, causal=causal, deterministic=deterministic, backend="fa3lite")
 
         return Bound(call)
+
+
+class Fa3liteDeterministic(Fa3lite):
+    """fa3lite with its deterministic backward (no atomics in the dQ accumulation): the same forward,
+    so it only runs when asked for (--deterministic) and stays out of the host-time table."""
+
+    name, label = "fa3lite_det", "fa3lite det"
+    deterministic = True
+    in_default_run = False
+    host_timed = False
 
 
 def fa3lite_host_entries():
@@ -249,9 +268,11 @@ class FlashAttnLib(Impl):
 
 
 def all_impls() -> list[Impl]:
-    """Every implementation, in table order (fa3lite first, the cuDNN baseline next)."""
+    """Every implementation, in table order (fa3lite first, its deterministic backward next to it,
+    then the cuDNN baseline)."""
     return [
         Fa3lite(),
+        Fa3liteDeterministic(),
         Sdpa(BASELINE, "cuDNN", "CUDNN_ATTENTION"),
         FlashAttnLib("fa4", "FA4", "flash_attn.cute", "flash-attn-4"),
         FlashAttnLib("fa3", "FA3", "flash_attn_interface", "FlashAttention-3 (flash_attn_interface)"),
@@ -262,13 +283,19 @@ def all_impls() -> list[Impl]:
 
 
 IMPL_NAMES = tuple(i.name for i in all_impls())
+DEFAULT_IMPL_NAMES = tuple(i.name for i in all_impls() if i.in_default_run)
+DETERMINISTIC_IMPL = Fa3liteDeterministic.name
+# The implementations running fa3lite's kernels: run last in each cell, checked at an odd length too,
+# and a wrong answer of theirs sets the exit status.
+FA3LITE_IMPLS = (Fa3lite.name, Fa3liteDeterministic.name)
 
 
 def select_impls(names: tuple[str, ...] | None) -> list[Impl]:
-    """The implementations named (all when None), in table order; unknown names raise ValueError."""
+    """The implementations named (the default set when None), in table order; unknown names raise
+    ValueError."""
     impls = all_impls()
     if not names:
-        return impls
+        return [i for i in impls if i.in_default_run]
     unknown = [n for n in names if n not in IMPL_NAMES]
     if unknown:
         raise ValueError(f"impl: expected names from {IMPL_NAMES}, got {unknown}")

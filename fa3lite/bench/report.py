@@ -17,7 +17,7 @@ from .results import ABSENT, OK, OOM, SKIPPED, UNSUPPORTED, WRONG, BenchRun, mea
 META_COLUMNS = ("device", "driver", "torch", "cuda", "cudnn", "fa3lite_commit", "fa3lite_source_hash")
 CSV_COLUMNS = (
     "impl", "head_dim", "mask", "seqlen", "batch", "heads", "dtype", "mode", "status",
-    "ms_median", "ms_p20", "ms_p80", "reps", "gflop", "tflops", "ratio_cudnn", "reason",
+    "ms_median", "ms_p20", "ms_p80", "reps", "gflop", "tflops", "ratio_cudnn", "reason", "deterministic",
 ) + META_COLUMNS
 STATUS_WORDS = {WRONG: "WRONG", UNSUPPORTED: "unsup", ABSENT: "absent", OOM: "OOM", SKIPPED: "skip"}
 COL_WIDTH = 11

@@ -18,7 +18,8 @@ STATUSES = (OK, WRONG, UNSUPPORTED, ABSENT, OOM, SKIPPED)
 
 @dataclass(frozen=True)
 class Measurement:
-    """One implementation on one cell in one mode; stats only when status is OK."""
+    """One implementation on one cell in one mode; stats only when status is OK. deterministic: the
+    implementation's Impl.deterministic (its backward is the deterministic one), None where it has none."""
 
     impl: str
     cell: Cell
@@ -26,6 +27,7 @@ class Measurement:
     status: str
     stats: Stats | None = None
     reason: str = ""
+    deterministic: bool | None = None
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -107,9 +109,10 @@ class BenchRun:
 
 
 def measurement_row(m: Measurement) -> dict:
-    """Flat dict of one measurement (no ratio; that needs the baseline's record)."""
+    """Flat dict of one measurement (no ratio; that needs the baseline's record). "deterministic"
+    only where the measurement has it (fa3lite's implementations)."""
     c = m.cell
-    return {
+    row = {
         "impl": m.impl,
         "head_dim": c.head_dim,
         "mask": c.mask,
@@ -127,4 +130,7 @@ def measurement_row(m: Measurement) -> dict:
         "tflops": m.tflops,
         "reason": m.reason,
     }
+    if m.deterministic is not None:
+        row["deterministic"] = m.deterministic
+    return row
 

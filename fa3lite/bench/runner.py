@@ -3,10 +3,11 @@
 Per cell: allocate enough rotated input sets (B, S, H, d) to exceed L2 several times and compute
 the reference on two sampled heads of set 0. Then, per implementation: bind it; check its forward on
 set 0 by FA3's rule, then (when a backward mode is asked for) its dq, dk, dv; time each mode whose
-check passed (fwd needs the forward check, bwd and fwd+bwd the backward one). fa3lite is also checked
-once per (head dim, mask) at a length that is no multiple of any tile (ODD_SEQLEN); a wrong answer
-there marks the cells of that head dim and mask WRONG. A failure of one implementation on one cell
-(exception, OOM, wrong answer) never stops the others; a CUDA fault (the context is lost) stops all.
+check passed (fwd needs the forward check, bwd and fwd+bwd the backward one). fa3lite (default and
+deterministic backward alike) is also checked once per (head dim, mask) at a length that is no
+multiple of any tile (ODD_SEQLEN); a wrong answer there marks the cells of that head dim and mask
+WRONG. A failure of one implementation on one cell (exception, OOM, wrong answer) never stops the
+others; a CUDA fault (the context is lost) stops all.
 The timer is injected, so the orchestration runs on the CPU in tests with a fake timer.
 """
 from __future__ import annotations
@@ -43,7 +44,7 @@ from .results import (
     HostTime,
     Measurement,
 )
-from .impls import fa3lite_host_entries
+from .impls import FA3LITE_IMPLS, fa3lite_host_entries
 from .timing import Stats, rotation_sets
 
 ODD_SEQLEN = 1000  # not a multiple of 64, 80, 128, 176 or 192: exercises every tile's ragged tail
@@ -145,7 +146,7 @@ class GridRunner:
 
     def __init__(self, impls, spec: GridSpec, timer, device, *, l2_bytes: int, absent=None,
                  progress=None, deadline: float | None = None, odd_check: bool = True,
-                 odd_check_impls=("fa3lite",), seed: int = 0, clock=time.monotonic, on_result=None):
+                 odd_check_impls=FA3LITE_IMPLS, seed: int = 0, clock=time.monotonic, on_result=None):
         self.impls = list(impls)
         self.spec = spec
         self.timer = timer
@@ -188,17 +189,17 @@ class GridRunner:
         return TIME_BUDGET_REASON if self._out_of_time() else None
 
     def _execution_order(self, impls):
-        """fa3lite last in each cell: if a fault of the kernels under test kills the CUDA context,
-        the peers of that cell are already measured."""
-        return sorted(impls, key=lambda i: i.name == "fa3lite")
+        """fa3lite's implementations last in each cell: if a fault of the kernels under test kills
+        the CUDA context, the peers of that cell are already measured."""
+        return sorted(impls, key=lambda i: i.name in FA3LITE_IMPLS)
 
     def _emit(self, out: list, m: Measurement) -> None:
         out.append(m)
         self.on_result(m)
 
-    def _all_modes(self, out, impl_name, cell, status, reason):
+    def _all_modes(self, out, impl, cell, status, reason):
         for mode in self.spec.modes:
-            self._emit(out, Measurement(impl_name, cell, mode, status, reason=reason))
+            self._emit(out, _measurement(impl, cell, mode, status, reason=reason))
 
     def _advance(self, cell, impl_name):
         if self.progress is not None:
@@ -210,12 +211,12 @@ class GridRunner:
         live = []
         for impl in self.impls:
             if impl.name in self.absent:
-                self._all_modes(out, impl.name, cell, ABSENT, self.absent[impl.name])
+                self._all_modes(out, impl, cell, ABSENT, self.absent[impl.name])
             else:
                 live.append(impl)
         if self._stop_reason():
             for impl in live:
-                self._all_modes(out, impl.name, cell, SKIPPED, self._stop_reason())
+                self._all_modes(out, impl, cell, SKIPPED, self._stop_reason())
                 self._advance(cell, impl.name)
             return out
         grads = any(m != "fwd" for m in self.spec.modes)
@@ -229,14 +230,14 @@ class GridRunner:
         except Exception as exc:
             status = OOM if _is_oom(exc) else SKIPPED
             for impl in live:
-                self._all_modes(out, impl.name, cell, status, "inputs/reference: " + _reason(exc))
+                self._all_modes(out, impl, cell, status, "inputs/reference: " + _reason(exc))
                 self._advance(cell, impl.name)
             sets = refs = None
             self._cleanup()
             return out
         for impl in self._execution_order(live):
             if self._stop_reason():
-                self._all_modes(out, impl.name, cell, SKIPPED, self._stop_reason())
+                self._all_modes(out, impl, cell, SKIPPED, self._stop_reason())
             else:
                 started = self.clock()
                 self._run_impl(out, impl, cell, sets, refs, grads)
@@ -284,7 +285,7 @@ class GridRunner:
             bound = _guarded(lambda: impl.bind(cell.causal, cell.seqlen, cell.seqlen, scale, self.device))
         except _Refused as r:
             self._record(impl.name, cell.head_dim, cell.causal, cell.seqlen, r.status, r.reason)
-            self._all_modes(out, impl.name, cell, r.status, r.reason)
+            self._all_modes(out, impl, cell, r.status, r.reason)
             return
         verdict = self._check(bound, sets[0], refs, grads)
         for part, (status, detail) in verdict.items():
@@ -295,13 +296,13 @@ class GridRunner:
         for mode in self.spec.modes:
             status, detail = verdict[_PART_OF_MODE[mode]]
             if status != OK:
-                self._emit(out, Measurement(impl.name, cell, mode, status, reason=detail))
+                self._emit(out, _measurement(impl, cell, mode, status, reason=detail))
                 continue
             try:
                 times = _guarded(lambda: self._time_mode(bound, sets, mode))
-                self._emit(out, Measurement(impl.name, cell, mode, OK, Stats.of(times)))
+                self._emit(out, _measurement(impl, cell, mode, OK, Stats.of(times)))
             except _Refused as r:
-                self._emit(out, Measurement(impl.name, cell, mode, r.status, reason=r.reason))
+                self._emit(out, _measurement(impl, cell, mode, r.status, reason=r.reason))
             self._cleanup()
 
     def _check(self, bound, inputs, refs, grads: bool) -> dict:
@@ -401,18 +402,18 @@ class GridRunner:
 
     # ---- host time at a tiny shape ----------------------------------------------------------
     def host_times(self) -> list[HostTime]:
-        """Host time per call at HOST_SHAPE (full mask) for every implementation in each HOST_MODES
-        mode, then fa3lite's other entries (HostTime's docstring)."""
+        """Host time per call at HOST_SHAPE (full mask) for every host_timed implementation in each
+        HOST_MODES mode, then fa3lite's other entries (HostTime's docstring)."""
         s = HOST_SHAPE
         scale = self._scale(s["head_dim"])
         if self.fatal:
-            return [HostTime(i.name, SKIPPED, reason=self.fatal) for i in self.impls]
+            return [HostTime(i.name, SKIPPED, reason=self.fatal) for i in self.impls if i.host_timed]
         results = []
         q, k, v, dout = random_inputs(s["batch"], s["seqlen"], s["seqlen"], s["heads"], s["head_dim"],
                                       self.dtype, self.device, self._generator("host"))
         refs = [head_reference(q, k, v, dout, b, h, scale, False, 0, False)
                 for b, h in sample_heads(s["batch"], s["heads"])]
-        entries = [(impl.name, impl.bind) for impl in self.impls]
+        entries = [(impl.name, impl.bind) for impl in self.impls if impl.host_timed]
         if (self.device.type == "cuda" and "fa3lite" not in self.absent
                 and any(impl.name == "fa3lite" for impl in self.impls)):
             entries += fa3lite_host_entries()
@@ -439,6 +440,12 @@ class GridRunner:
                 results.append(HostTime(name, r.status, reason=r.reason))
             self._cleanup()
         return results
+
+
+def _measurement(impl, cell: Cell, mode: str, status: str, stats: Stats | None = None,
+                 reason: str = "") -> Measurement:
+    """A Measurement of ``impl``, carrying its Impl.deterministic."""
+    return Measurement(impl.name, cell, mode, status, stats, reason, impl.deterministic)
 
 
 def _host_step(bound, mode: str, q, k, v, dout):
