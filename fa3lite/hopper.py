@@ -97,7 +97,7 @@ class _FwdPlan:
         self.lse_at = offsets["lse"]
         # A persistent causal grid claims tiles from a counter and hands them over through one word
         # per CTA, all zeroed every launch (with ctas == tiles the kernel takes the static path).
-        dynamic = variant.tile.persistent and causal and ctas < tiles
+        dynamic = variant.dynamic_tiles and ctas < tiles
         self.sched_at, self.sched_words = (offsets["tile_sched"], 1 + ctas) if dynamic else (None, 0)
 
     def __call__(self, q, k, v):

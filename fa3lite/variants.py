@@ -98,6 +98,12 @@ class FwdVariant:
         return 128 * (1 + self.block_m // 64)
 
     @property
+    def dynamic_tiles(self) -> bool:
+        """Mirror of kDynamicTiles (config.cuh): a persistent causal kernel claims its tiles from a
+        counter (when launched on fewer CTAs than tiles)."""
+        return self.tile.persistent and self.causal
+
+    @property
     def separate_o(self) -> bool:
         """Whether O gets its own staging buffer (fwd_smem.cuh): where shared memory has room."""
         return self._smem(True) <= SMEM_LIMIT

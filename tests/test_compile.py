@@ -70,6 +70,9 @@ def test_fwd_grid_one_cta_per_tile_or_one_per_sm():
     assert fwd_grid(wide, 1000, 4096, True, -128, 132) == 1000       # block 0 sees no key
     assert fwd_grid(wide, 1000, 4096, True, -127, 132) == 132
     assert pers.separate_o and fwd_grid(FwdVariant(128, "bf16", True, tile=pers.tile), 1000, 4096, True, -5000, 132) == 132
+    # causal persistent kernels claim tiles from a counter (kDynamicTiles); full-mask ones stride
+    assert FwdVariant(128, "bf16", True, tile=pers.tile).dynamic_tiles and not pers.dynamic_tiles
+    assert not FwdVariant(128, "bf16", True, tile=single.tile).dynamic_tiles
 
 
 def test_debug_build_compiles_with_bounded_waits():

@@ -45,24 +45,34 @@ def check(B, Sq, Sk, Hq, Hk, D, dtype, causal):
     return ok
 
 
+def fwd_flops(B, H, S, D, causal):
+    """Forward FLOPs of a (B, S, H, D) self-attention (halved under a causal mask)."""
+    return 4 * B * H * S * S * D / (2 if causal else 1)
+
+
+def median_call_ms(call, reps=10, warmup=3):
+    """Median of `reps` single calls timed between CUDA events, after `warmup` untimed ones."""
+    for _ in range(warmup):
+        call()
+    torch.cuda.synchronize()
+    st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(reps):
+        st.record()
+        call()
+        en.record()
+        torch.cuda.synchronize()
+        times.append(st.elapsed_time(en))
+    return sorted(times)[len(times) // 2]
+
+
 def bench(D, causal, S, dtype=torch.bfloat16):
     H = 2048 // D
     B = 16384 // S
     q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=dtype) for _ in range(3))
-    for _ in range(3):
-        hopper.forward(q, k, v, D ** -0.5, causal, 0)
-    torch.cuda.synchronize()
-    st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(10):
-        st.record()
-        hopper.forward(q, k, v, D ** -0.5, causal, 0)
-        en.record()
-        torch.cuda.synchronize()
-        times.append(st.elapsed_time(en))
-    ms = sorted(times)[len(times) // 2]
-    flops = 4 * B * H * S * S * D / (2 if causal else 1)
-    print(f"bench D={D} causal={causal} S={S}: {ms:.3f} ms {flops / ms / 1e9:.1f} TFLOP/s", flush=True)
+    ms = median_call_ms(lambda: hopper.forward(q, k, v, D ** -0.5, causal, 0))
+    print(f"bench D={D} causal={causal} S={S}: {ms:.3f} ms {fwd_flops(B, H, S, D, causal) / ms / 1e9:.1f} TFLOP/s",
+          flush=True)
 
 
 def bench_sdpa(D, causal, S, dtype=torch.bfloat16):
@@ -72,21 +82,9 @@ def bench_sdpa(D, causal, S, dtype=torch.bfloat16):
     H, B = 2048 // D, 16384 // S
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=dtype) for _ in range(3))
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        run = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        for _ in range(3):
-            run()
-        torch.cuda.synchronize()
-        st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(10):
-            st.record()
-            run()
-            en.record()
-            torch.cuda.synchronize()
-            times.append(st.elapsed_time(en))
-    ms = sorted(times)[len(times) // 2]
-    flops = 4 * B * H * S * S * D / (2 if causal else 1)
-    print(f"cudnn D={D} causal={causal} S={S}: {ms:.3f} ms {flops / ms / 1e9:.1f} TFLOP/s", flush=True)
+        ms = median_call_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal))
+    print(f"cudnn D={D} causal={causal} S={S}: {ms:.3f} ms {fwd_flops(B, H, S, D, causal) / ms / 1e9:.1f} TFLOP/s",
+          flush=True)
 
 
 if __name__ == "__main__":

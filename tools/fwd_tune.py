@@ -44,6 +44,7 @@ def interleaved(d, causal, S, tiles, rounds=7, calls=10):
     """Median ms per candidate (and cuDNN) at one cell, timed in alternation so drifting clocks hit
     every candidate alike."""
     import torch
+    from fwd_smoke import fwd_flops
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     H, B = 2048 // d, 16384 // S
@@ -75,7 +76,7 @@ def interleaved(d, causal, S, tiles, rounds=7, calls=10):
             en.record()
             torch.cuda.synchronize()
             times[name].append(st.elapsed_time(en) / calls)
-    flops = 4 * B * H * S * S * d / (2 if causal else 1)
+    flops = fwd_flops(B, H, S, d, causal)
     base = sorted(times["cudnn"])[rounds // 2]
     for name in names:
         ms = sorted(times[name])[rounds // 2]
