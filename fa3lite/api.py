@@ -59,7 +59,7 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=Fal
     if not checked:
         checked = ops.remember_if_kernels_take(key, q, k, v, scale, backend)
     causal_offset = k.shape[1] - q.shape[1] if causal else 0
-    out, lse = ops.attention(q, k, v, scale, causal, causal_offset, deterministic, backend, checked)
+    out, lse = ops.attention(q, k, v, scale, causal, causal_offset, deterministic, backend, checked, plan)
     if checked and plan is None:    # attach once; a call with autograd reaches here with it attached
         callkey.attach(key, ops.forward_plan(q, k, v, scale, causal, causal_offset))
     return (out, lse) if return_lse else out

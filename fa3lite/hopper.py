@@ -53,7 +53,7 @@ class _FwdPlan:
     operand. A call then only allocates out/lse, fills in the maps and the LSE address, and launches."""
 
     __slots__ = ("kernel", "grid", "threads", "dev", "device", "dtype", "out_shape", "out_stride",
-                 "lse_shape", "template", "size", "slots", "lse_at", "sched_at", "sched_words")
+                 "lse_shape", "template", "size", "slots", "lse_at", "sched_at", "sched_words", "backward_plans")
 
     def __init__(self, q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False):
         """q, k, v in the flash_attn layout (B, S, H, D), or with ``bhsd`` in torch's (B, H, S, D)
@@ -99,6 +99,8 @@ class _FwdPlan:
         # per CTA, all zeroed every launch (with ctas == tiles the kernel takes the static path).
         dynamic = variant.dynamic_tiles and ctas < tiles
         self.sched_at, self.sched_words = (offsets["tile_sched"], 1 + ctas) if dynamic else (None, 0)
+        # The backward launch plans of this forward's results (hopper_bwd.backward with fwd_plan).
+        self.backward_plans: dict = {}
 
     def __call__(self, q, k, v):
         out = torch.empty_strided(self.out_shape, self.out_stride, dtype=self.dtype, device=self.device)
@@ -196,11 +198,15 @@ def _forward_without_keys(B, Sq, Hq, D, q):
     return out, lse
 
 
-def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal_offset: int,
-             deterministic: bool, need_dq: bool = True, need_dkv: bool = True):
-    """Attention backward on the Hopper kernels -> (dq, dk, dv), None for a gradient not needed; see
-    fa3lite/hopper_bwd.py."""
-    from . import hopper_bwd
+_hopper_bwd = None
 
-    return hopper_bwd.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
-                               need_dq=need_dq, need_dkv=need_dkv)
+
+def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal_offset: int,
+             deterministic: bool, need_dq: bool = True, need_dkv: bool = True, fwd_plan=None):
+    """Attention backward on the Hopper kernels -> (dq, dk, dv), None for a gradient not needed; see
+    fa3lite/hopper_bwd.py (``fwd_plan``: the _FwdPlan that made out and lse from these q, k, v)."""
+    global _hopper_bwd
+    if _hopper_bwd is None:
+        from . import hopper_bwd as _hopper_bwd   # it imports this module: bound on first use
+    return _hopper_bwd.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
+                                need_dq=need_dq, need_dkv=need_dkv, fwd_plan=fwd_plan)

@@ -10,7 +10,8 @@ without need_dq, dk and dv None without need_dkv (at least one of the two must b
 
 Up to three launches on torch's current stream:
   1. preprocess (bwd_preprocess.cu): dpsum = rowsum(dO * O) and lse_log2, both (B, Hq, Sq padded to
-     whole query blocks) f32. Always (both gradients need them).
+     whole query blocks) f32, and zeroes the dQ accumulator and turn counters. Always (both
+     gradients need dpsum and lse_log2).
   2. main kernel (bwd_kernel.cu): one CTA per (key block, query head, batch) -- 128 key rows, or 64
      for D = 256 -- writes dK/dV and adds dQ contributions into a zeroed f32 accumulator
      (B, Hq, m_blocks, 64 * D) in fragment order (cuda_src/attention/bwd_dq.cuh).
@@ -58,10 +59,12 @@ BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
 
 PRE_PARAMS = ParamStruct("fa3lite::attn::bwd::PreParams", (
     ("dout", "ptr"), ("out", "ptr"), ("lse", "ptr"), ("lse_log2", "ptr"), ("dpsum", "ptr"),
+    ("dq_accum", "ptr"), ("dq_sem", "ptr"),
     ("do_stride_b", "i64"), ("do_stride_s", "i64"), ("do_stride_h", "i64"),
     ("o_stride_b", "i64"), ("o_stride_s", "i64"), ("o_stride_h", "i64"),
     ("lse_stride_b", "i64"), ("lse_stride_h", "i64"), ("lse_stride_s", "i64"),
-    ("seqlen_q", "i32"), ("rows_pad", "i32"), ("num_heads", "i32"), ("row_blocks", "i32"),
+    ("seqlen_q", "i32"), ("rows_pad", "i32"), ("num_heads", "i32"), ("row_blocks", "i32"), ("block_m", "i32"),
+    ("sems_per_block", "i32"),
 ))
 
 POST_PARAMS = ParamStruct("fa3lite::attn::bwd::PostParams", (
@@ -104,6 +107,19 @@ class BwdVariant:
         return 64 if self.wide else 128
 
     @property
+    def sems_per_block(self) -> int:
+        """Deterministic turn counters per query block (bwd_config.cuh kSemsPerBlock): one per
+        consumer warpgroup in the wide layout (each adds its own columns), else one."""
+        return 2 if self.wide else 1
+
+    @property
+    def dq_regions(self) -> int:
+        """dQ tiles in shared memory per query block (bwd_config.cuh kDqRegions): none in the wide
+        layout or without dQ, one column-split tile at D = 128, one partial tile per consumer
+        warpgroup at D = 64."""
+        return 0 if self.wide or not self.need_dq else (1 if self.head_dim >= 128 else 2)
+
+    @property
     def smem_bytes(self) -> int:
         """Mirror of BwdSmem::kDynamicBytes (the kernel static_asserts the two agree)."""
         d, n = self.head_dim, self.block_n
@@ -113,8 +129,7 @@ class BwdVariant:
         ds_buffers = (2 if split_cols else 1) if ds_via_smem else 0
         ds = ds_buffers * n * BLOCK_M * 2
         p = ds if self.wide and self.need_dkv else 0
-        dq_regions = 0 if self.wide or not self.need_dq else (1 if split_cols else 2)
-        dq = dq_regions * BLOCK_M * d * 4
+        dq = 2 * self.dq_regions * BLOCK_M * d * 4     # two buffers (kDqBuffers)
         barriers = 8 * (1 + 3 * STAGES)
         return tiles + ds + p + dq + barriers + 1024
 
@@ -180,12 +195,26 @@ def _ptr(t) -> int:
 
 
 def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal_offset: int,
-             deterministic: bool = False, need_dq: bool = True, need_dkv: bool = True):
+             deterministic: bool = False, need_dq: bool = True, need_dkv: bool = True, fwd_plan=None):
     """Attention backward on the Hopper kernels. Returns (dq, dk, dv), None for a gradient not
-    needed; see the module docstring."""
+    needed; see the module docstring.
+
+    ``fwd_plan``: the forward launch plan (hopper._FwdPlan) that produced out and lse from exactly
+    these q, k, v, scale and mask, as autograd's node knows. Everything a backward plan depends on
+    is then fixed but dout's layout and the flags (autograd hands dout over on out's device, in its
+    dtype and shape), so the plan is found under that short key, kept on the forward plan (the full
+    key costs several times more host time). The kernels' build (FA3LITE_DEBUG) is the one in force
+    when the plan was made."""
     need_dq, need_dkv = bool(need_dq), bool(need_dkv)
-    causal_offset = max(min(int(causal_offset), I32_MAX), -I32_MAX) if causal else 0
     deterministic = bool(deterministic) and need_dq    # it orders only the dQ additions
+    short = None
+    if fwd_plan is not None:
+        short = (dout.stride(), dout.data_ptr() % 16 == 0, dout.shape, dout.dtype, deterministic, need_dq,
+                 need_dkv)
+        plan = fwd_plan.backward_plans.get(short)
+        if plan is not None:
+            return plan(dout, q, k, v, out, lse)
+    causal_offset = max(min(int(causal_offset), I32_MAX), -I32_MAX) if causal else 0
     key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), dout.stride(), out.stride(),
            lse.shape, lse.stride(), _alignment(q, k, v, dout, out), q.dtype, lse.dtype, dout.dtype, out.dtype, q.device,
            causal, causal_offset, softmax_scale, deterministic, need_dq, need_dkv, debug_build())
@@ -203,6 +232,10 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
         if len(_plans) >= _PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan
+    if short is not None:
+        if len(fwd_plan.backward_plans) >= _SHORT_LIMIT:
+            fwd_plan.backward_plans.clear()
+        fwd_plan.backward_plans[short] = plan
     return plan(dout, q, k, v, out, lse)
 
 
@@ -215,6 +248,7 @@ def _alignment(*tensors) -> tuple[bool, ...]:
 _PTR = struct.Struct("<Q")
 _plans: dict[tuple, "_BwdPlan"] = {}
 _PLAN_LIMIT = 1024   # signatures kept; past it the table starts over (a plan is cheap to rebuild)
+_SHORT_LIMIT = 16    # dout layouts and flags kept per forward plan
 
 
 class _BwdPlan:
@@ -244,6 +278,7 @@ class _BwdPlan:
         self.need_dq, self.need_dkv, self.deterministic = need_dq, need_dkv, deterministic
         # Operands whose layout the tensor maps cannot take are copied on every call (tma_ready).
         self.copies = tuple(bool(checks.layout_reasons("t", t)) for t in (q, k, v, dout, out))
+        self.any_copy = any(self.copies)
         q, k, v, dout, out = (checks.tma_ready(t) for t in (q, k, v, dout, out))
 
         m_blocks, n_blocks = -(-Sq // BLOCK_M), -(-Sk // variant.block_n)
@@ -254,8 +289,7 @@ class _BwdPlan:
         self.rows = B * Hq * rows_pad                      # lse_log2 and dpsum: one buffer, two halves
         self.accum = B * Hq * m_blocks * BLOCK_M * D if need_dq else 0
         # turn counters, padded so that what follows them in one allocation stays 256-byte aligned
-        # (the main kernel bulk-loads lse_log2 and dpsum: 16-byte aligned addresses at least)
-        self.sems = -(-B * Hq * m_blocks // 64) * 64 if deterministic else 0
+        self.sems = -(-B * Hq * m_blocks * variant.sems_per_block // 64) * 64 if deterministic else 0
         self.q_shape, self.kv_shape = (B, Sq, Hq, D), (B, Sk, Hq, D)
         self.group_shape = (B, Sk, Hk, Hq // Hk, D)
 
@@ -263,11 +297,12 @@ class _BwdPlan:
         row_blocks = -(-rows_pad // rows_per_block)
         self.pre_grid = (row_blocks * Hq * B, 1, 1)
         self.pre_params = PRE_PARAMS.pack(
-            dout=0, out=0, lse=0, lse_log2=0, dpsum=0,
+            dout=0, out=0, lse=0, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0,
             do_stride_b=dout.stride(0), do_stride_s=dout.stride(1), do_stride_h=dout.stride(2),
             o_stride_b=out.stride(0), o_stride_s=out.stride(1), o_stride_h=out.stride(2),
             lse_stride_b=lse.stride(0), lse_stride_h=lse.stride(1), lse_stride_s=lse.stride(2),
-            seqlen_q=Sq, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks)
+            seqlen_q=Sq, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks,
+            block_m=BLOCK_M, sems_per_block=variant.sems_per_block)
         blank = bytes(128)
         self.main_grid = (ctas, 1, 1)
         self.main_params = BWD_PARAMS.pack(
@@ -284,7 +319,8 @@ class _BwdPlan:
             (at[name], tma.MapMaker(dtype, tma.bshd_geometry(t.shape, t.stride(), es, rows), self.dev))
             for name, t, rows in (("q", q, BLOCK_M), ("k", k, variant.block_n), ("v", v, variant.block_n),
                                   ("dout", dout, BLOCK_M)))
-        self.pre_at = tuple(PRE_PARAMS.offsets[f] for f in ("dout", "out", "lse", "lse_log2", "dpsum"))
+        self.pre_at = tuple(PRE_PARAMS.offsets[f] for f in ("dout", "out", "lse", "lse_log2", "dpsum", "dq_accum",
+                                                            "dq_sem"))
         self.main_at = tuple(at[f] for f in ("lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv"))
         self.post_at = tuple(POST_PARAMS.offsets[f] for f in ("dq_accum", "dq"))
 
@@ -304,29 +340,18 @@ class _BwdPlan:
             block[at:at + 128] = maker(t.data_ptr())
         launch.launch_current(kernel, grid, threads, self.dev, stream)
 
-    def _buffers(self):
-        """(work, accum, sems): device addresses of lse_log2 (then dpsum) and of the zeroed dQ
-        accumulator and turn counters (0 without dq). One allocation: a zeroed one when dq needs it
-        (lse_log2 and dpsum ride along), NaN-poisoned halves in debug builds. Returns the tensor to
-        keep alive with them."""
-        f32 = torch.float32
-        if self.debug or not self.need_dq:
-            work = self._buffer((2 * self.rows,), f32)
-            acc = torch.zeros((self.accum + self.sems,), dtype=f32, device=self.device) if self.need_dq else None
-            accum = acc.data_ptr() if acc is not None else 0
-            return (work, acc), work.data_ptr(), accum
-        buf = torch.zeros((self.accum + self.sems + 2 * self.rows,), dtype=f32, device=self.device)
-        accum = buf.data_ptr()
-        return buf, accum + 4 * (self.accum + self.sems), accum
-
     def __call__(self, dout, q, k, v, out, lse):
-        if any(self.copies):
+        if self.any_copy:
             q, k, v, dout, out = (t.clone(memory_format=torch.contiguous_format) if c else t
                                   for c, t in zip(self.copies, (q, k, v, dout, out)))
         stream = launch.stream_handle(self.dev)
-        keep, lse_log2, accum = self._buffers()
-        dpsum = lse_log2 + 4 * self.rows
+        # One work buffer: the dQ accumulator, the turn counters, lse_log2 and dpsum. The preprocess
+        # writes all of it (zeroes the first two), so it needs no memset; NaN in debug builds.
+        work = self._buffer((self.accum + self.sems + 2 * self.rows,), torch.float32)
+        accum = work.data_ptr() if self.need_dq else 0
         sems = accum + 4 * self.accum if self.sems else 0
+        lse_log2 = work.data_ptr() + 4 * (self.accum + self.sems)
+        dpsum = lse_log2 + 4 * self.rows
         dq = self._buffer(self.q_shape, self.dtype) if self.need_dq else None
         dk = dv = None
         if self.need_dkv:
@@ -334,7 +359,8 @@ class _BwdPlan:
             dk, dv = self._buffer(self.kv_shape, dkv_dtype), self._buffer(self.kv_shape, dkv_dtype)
         with on_device(self.dev):
             self._launch(self.pre, self.pre_grid, _AUX_THREADS, self.pre_params,
-                         zip(self.pre_at, (dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum)),
+                         zip(self.pre_at, (dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum,
+                                           accum, sems)),
                          stream)
             self._launch(self.main, self.main_grid, THREADS, self.main_params,
                          zip(self.main_at, (lse_log2, dpsum, accum, sems, _ptr(dk), _ptr(dv))), stream,
@@ -342,7 +368,7 @@ class _BwdPlan:
             if self.need_dq:
                 self._launch(self.post, self.post_grid, _AUX_THREADS, self.post_params,
                              zip(self.post_at, (accum, dq.data_ptr())), stream)
-        del keep   # the launches are queued on the stream: the caching allocator keeps it until they ran
+        del work   # the launches are queued on the stream: the caching allocator keeps it until they ran
         if self.need_dkv and self.gqa:
             dk = dk.view(self.group_shape).sum(dim=3).to(self.dtype)
             dv = dv.view(self.group_shape).sum(dim=3).to(self.dtype)

@@ -132,9 +132,10 @@ def _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic=False
 
 
 def _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic=False,
-              backend="auto", need_dq=True, need_dkv=True, checked=False):
+              backend="auto", need_dq=True, need_dkv=True, checked=False, fwd_plan=None):
     """(dq, dk, dv) on validated arguments; a gradient that is not needed is None. ``checked``: the
-    forward established kernels_take for (q, k, v)."""
+    forward established kernels_take for (q, k, v); ``fwd_plan``: the launch plan that made out and
+    lse from them (hopper.backward then finds its plan under a short key)."""
     module = _hopper() if checked else _kernel_module(q, k, v, softmax_scale, backend, "backward")
     result = None
     if module is not None:
@@ -142,10 +143,11 @@ def _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, det
         # by the kernels' host side (hopper_bwd), which beats the slow path.
         result = _on_kernels(backend, lambda: module.backward(
             dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
-            need_dq=need_dq, need_dkv=need_dkv))
-    if result is None:
-        result = fallback.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset,
-                                   need_dq=need_dq, need_dkv=need_dkv)
+            need_dq=need_dq, need_dkv=need_dkv, fwd_plan=fwd_plan))
+    if result is not None:
+        return result          # fresh contiguous tensors
+    result = fallback.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset,
+                               need_dq=need_dq, need_dkv=need_dkv)
     return tuple(None if g is None else g.contiguous() for g in result)
 
 
@@ -246,23 +248,45 @@ BWD = torch.ops.fa3lite.bwd.default
 
 class _EagerAttention(torch.autograd.Function):
     """Eager-mode twin of the custom op: same implementations, without the custom-op dispatch
-    (~50 us a call on the GPU machine, more than the whole kernel launch path at small shapes)."""
+    (~50 us a call on the GPU machine, more than the whole kernel launch path at small shapes).
+    ``plan``: the kernels' launch plan of this call signature (fa3lite.callkey), or None."""
 
     @staticmethod
-    def forward(ctx, q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked):
-        out, lse = _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked)
+    def forward(ctx, q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked, plan):
+        if plan is not None:
+            out, lse = plan(q, k, v)
+        else:
+            out, lse = _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.attention_args = (softmax_scale, causal, causal_offset, deterministic, backend)
-        ctx.checked = checked
+        ctx.checked, ctx.plan = checked, plan
         ctx.mark_non_differentiable(lse)
         return out, lse
 
     @staticmethod
     def backward(ctx, dout, dlse):
         def kernels(*args):
-            return _bwd_impl(*args, checked=ctx.checked)
+            return _bwd_impl(*args, checked=ctx.checked, fwd_plan=ctx.plan)
 
-        return _grads(ctx, dout, kernels) + (None,)
+        return _grads(ctx, dout, kernels) + (None, None)
+
+
+def _c_apply(function):
+    """``function.apply`` without torch.autograd.Function.apply's Python wrapper, which outside
+    functorch transforms only unwraps dead functorch wrappers (~3 us a call) before calling this C
+    entry; None where this torch has no such entry."""
+    entry = getattr(torch._C, "_FunctionBase", None)
+    entry = entry.__dict__.get("apply") if entry is not None else None
+    return entry.__get__(None, function) if entry is not None else None
+
+
+_eager_c_apply = _c_apply(_EagerAttention)
+
+
+def _eager_apply(*args):
+    if _eager_c_apply is None or torch._C._are_functorch_transforms_active():
+        return _EagerAttention.apply(*args)
+    return _eager_c_apply(*args)
 
 
 def autograd_needed(q, k, v) -> bool:
@@ -273,13 +297,14 @@ def autograd_needed(q, k, v) -> bool:
 
 
 def attention(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, deterministic: bool,
-              backend: str, checked: bool = False):
+              backend: str, checked: bool = False, plan=None):
     """(out, lse) for validated arguments: the custom op while torch.compile traces (one graph node,
     no break), the eager twin otherwise, or straight to the implementation when no autograd node is
     needed. All run _fwd_impl / _bwd_impl, so results are identical. ``checked``: the caller
-    established kernels_take (fa3lite.callkey), so the kernel limits are not read again."""
+    established kernels_take (fa3lite.callkey), so the kernel limits are not read again; ``plan``:
+    the launch plan callkey attached to this signature (the eager twin's forward then runs it)."""
     if torch.compiler.is_compiling():
         return FWD(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend)
     if not autograd_needed(q, k, v):
         return _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked)
-    return _EagerAttention.apply(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked)
+    return _eager_apply(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked, plan)

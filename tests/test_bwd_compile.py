@@ -46,8 +46,8 @@ def test_bwd_variant_resources_and_sass(variant):
     need_dq, need_dkv, wide = variant.need_dq, variant.need_dkv, variant.wide
     red_v4 = sass.get("REDG.E.ADD.F32x4.FTZ.RN.STRONG.GPU", 0)
     if wide and need_dq:
-        # dQ from registers: vector reductions (one per 4 accumulators, ordered and unordered paths)
-        assert red_v4 >= 2 * (variant.head_dim // 2) // 8
+        # dQ from registers: vector reductions, one per 4 accumulators (the ordered path issues the same)
+        assert red_v4 >= (variant.head_dim // 2) // 8
     else:
         assert red_v4 == 0
     if not wide and need_dq:

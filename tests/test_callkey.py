@@ -97,7 +97,7 @@ def kernels_on_cpu(monkeypatch):
         return out.transpose(1, 2), lse
 
     monkeypatch.setattr(hopper, "forward_bhsd", forward_bhsd)
-    monkeypatch.setattr(hopper, "backward", lambda *a, need_dq, need_dkv: fallback.backward(
+    monkeypatch.setattr(hopper, "backward", lambda *a, need_dq, need_dkv, fwd_plan=None: fallback.backward(
         *a[:9], need_dq=need_dq, need_dkv=need_dkv))     # a[9] is deterministic
     return seen
 
@@ -226,15 +226,21 @@ def test_a_repeat_without_autograd_goes_straight_to_the_attached_plan(kernels_on
     assert planned == []                                   # the first call builds and attaches
     assert torch.equal(fa3lite.flash_attn_func(q, k, v, causal=True), first) and planned == [False]
     leaves = [t.detach().requires_grad_() for t in (q, k, v)]
-    fa3lite.flash_attn_func(*leaves, causal=True)          # autograd: the op path, not the plan
+    out = fa3lite.flash_attn_func(*leaves, causal=True)    # autograd: the eager node runs the plan
     fa3lite.flash_attn_func(*leaves, causal=True)
-    assert planned == [False] and looked_up == [False]     # attached once, never looked up again
+    assert planned == [False] * 3 and looked_up == [False]  # attached once, never looked up again
+    torch_leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    want = fa3lite.flash_attn_func(*torch_leaves, causal=True, backend="torch")
+    assert torch.equal(out, want)
+    dout = torch.randn_like(out)
+    for got, exp in zip(torch.autograd.grad(out, leaves, dout), torch.autograd.grad(want, torch_leaves, dout)):
+        assert torch.equal(got, exp)
     monkeypatch.setenv("FA3LITE_DEBUG", "1")               # other kernels: another key, checked again
     fa3lite.flash_attn_func(q, k, v, causal=True)
-    assert planned == [False] and len(kernels_on_cpu) == 2
+    assert planned == [False] * 3 and len(kernels_on_cpu) == 2
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
     with torch.no_grad():
         a = fa3lite.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
         b = fa3lite.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
         c = fa3lite.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
-    assert torch.equal(a, c) and torch.equal(b, c) and planned == [False, True]
+    assert torch.equal(a, c) and torch.equal(b, c) and planned == [False] * 3 + [True]

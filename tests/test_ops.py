@@ -90,7 +90,7 @@ def fake_hopper(monkeypatch):
         return fallback.forward(q, k, v, softmax_scale, causal, causal_offset)
 
     def backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic, need_dq=True,
-                 need_dkv=True):
+                 need_dkv=True, fwd_plan=None):
         calls.append(("backward", dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
                       need_dq, need_dkv))
         return fallback.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset,

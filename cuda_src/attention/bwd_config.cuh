@@ -75,6 +75,13 @@ constexpr int kDqBlockFloats = kBlockM * kHeadDim;                // one query b
 constexpr bool kDqViaSmem = !kWide;
 constexpr int kDqRegions = !(kNeedDq && kDqViaSmem) ? 0 : (kDqSplitCols ? 1 : kConsumerWarpgroups);
 constexpr int kDqRegionBytes = kDqBlockFloats * 4;
+// Two dQ buffers, each with its own writer warp, alternate query blocks: in deterministic mode a
+// writer waits for its adds to complete before passing the turn on (a round trip to L2 per block,
+// longer than a D = 64 block's math), and two writers keep two of those in flight.
+constexpr int kDqBuffers = kDqRegions > 0 ? 2 : 0;
+// Deterministic turn counters per query block: one (narrow: one writer warp adds the block), or one
+// per consumer warpgroup (wide: each adds its own columns). The host mirrors this (hopper_bwd.py).
+constexpr int kSemsPerBlock = kWide ? kConsumerWarpgroups : 1;
 constexpr int kDsTileBytes = kBlockN * kBlockM * kElemBytes;      // dS^T (and wide: P^T), [key row][query]
 // dS^T goes through smem for dQ, and in the wide layout also as the A operand of dK (narrow: dK reads
 // dS^T from registers). P^T goes through smem only in the wide layout, for dV.
@@ -92,14 +99,22 @@ static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * kConsumerThrea
 // kDsFull is used whenever dS^T goes through smem (kDsViaSmem), every other barrier only with kNeedDq.
 enum class NamedBarrier : unsigned {
   kDsFull = 1,     // both consumer warpgroups wrote their dS^T (and P^T) parts
-  kDqFull = 2,     // consumers wrote the dQ tile to smem; the writer warp may reduce it into global
-  kDqEmpty = 3,    // the writer's bulk reduce has read the dQ tile; consumers may overwrite it
+  kDqFull = 2,     // consumers wrote the dQ tile of buffer 0 to smem; its writer warp may reduce it
+  kDqEmpty = 3,    // the writer's bulk reduce has read buffer 0; consumers may overwrite it
   kDsWg0 = 4,      // one warpgroup wrote its dS^T rows (row-split dQ: each reads only its own rows)
   kDsWg1 = 5,
-  kDqTurnWg0 = 6,  // wide, deterministic: this warpgroup's turn to add its dQ tile has come
-  kDqTurnWg1 = 7,
-  kDqAdded = 8,    // wide, deterministic: both warpgroups' dQ additions are done
+  kDqTurnWg0 = 6,  // wide, deterministic: this warpgroup's turn to add its dQ tile has come, and
+  kDqTurnWg1 = 7,  // then: all its threads' additions are done
+  kDqFull1 = 8,    // kDqFull / kDqEmpty of dQ buffer 1
+  kDqEmpty1 = 9,
 };
-constexpr unsigned kDqSyncThreads = kConsumerThreads + 32;   // consumers + the writer warp
+
+__device__ __forceinline__ u32 dq_full_barrier(int buf) {
+  return static_cast<u32>(buf == 0 ? NamedBarrier::kDqFull : NamedBarrier::kDqFull1);
+}
+__device__ __forceinline__ u32 dq_empty_barrier(int buf) {
+  return static_cast<u32>(buf == 0 ? NamedBarrier::kDqEmpty : NamedBarrier::kDqEmpty1);
+}
+constexpr unsigned kDqSyncThreads = kConsumerThreads + 32;   // consumers + one writer warp
 
 }}}  // namespace fa3lite::attn::bwd

@@ -154,11 +154,12 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     }
 
     if constexpr (kNeedDq) {
-      // dQ tile to smem for the writer warp (bwd_dq.cuh).
-      if (m > t.m_begin) named_barrier::sync(static_cast<u32>(NamedBarrier::kDqEmpty), kDqSyncThreads);
-      store_dq_tile(sm, kDqSplitCols ? 0 : wg, kDqSplitCols ? wg : 0, tid, dq);
+      // dQ tile to smem for the writer warp of its buffer (bwd_dq.cuh); the buffers alternate.
+      const int dq_buf = (m - t.m_begin) % kDqBuffers;
+      if (m - t.m_begin >= kDqBuffers) named_barrier::sync(dq_empty_barrier(dq_buf), kDqSyncThreads);
+      store_dq_tile(sm, dq_buf, kDqSplitCols ? 0 : wg, kDqSplitCols ? wg : 0, tid, dq);
       fence::proxy_async_smem();
-      named_barrier::arrive(static_cast<u32>(NamedBarrier::kDqFull), kDqSyncThreads);
+      named_barrier::arrive(dq_full_barrier(dq_buf), kDqSyncThreads);
       if (kDsBuffers == 2) ds_buf ^= 1;
     }
     pos.advance();

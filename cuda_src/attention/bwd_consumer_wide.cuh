@@ -12,8 +12,9 @@
 //
 // sP/sdS are double-buffered like the narrow dS^T tile: buffer m % 2 is rewritten at block m + 2,
 // after both warpgroups passed kDsFull of block m + 1, which each reaches after its wgmmas of block
-// m completed. Deterministic mode: thread 0 of each warpgroup waits for the key block's turn, the
-// warpgroup adds, every thread fences, and after kDqAdded one thread passes the turn on.
+// m completed. Deterministic mode: thread 0 of each warpgroup waits for the key block's turn on the
+// warpgroup's own counter, the warpgroup adds; in the next step, once its S^T/dP^T wgmmas are
+// issued, every thread fences and after a warpgroup barrier thread 0 passes the turn on.
 //
 // Variants (bwd_config.cuh): without dK/dV there is no sP (no P^T stores, no dV/dK wgmmas, no dK/dV
 // registers), and the stage is released as soon as dP^T is done (dQ reads sdS and K only); without
@@ -44,27 +45,39 @@ __device__ __forceinline__ void add_dq_tile(float* dst, int wg, int tid, const f
   }
 }
 
+__device__ __forceinline__ i64 dq_block(const BwdParams& p, const BwdTile& t, int m) {
+  return (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.num_m_blocks + m;
+}
+
+// The warpgroups add disjoint columns, so in deterministic mode each keeps its own turn counter and
+// never waits for the other: only for the same warpgroup of the key block before.
+__device__ __forceinline__ i32* dq_turn_counter(const BwdParams& p, const BwdTile& t, int m, int wg) {
+  return p.dq_sem + dq_block(p, t, m) * kSemsPerBlock + wg;
+}
+
+__device__ __forceinline__ u32 dq_turn_barrier(int wg) {
+  return static_cast<u32>(wg == 0 ? NamedBarrier::kDqTurnWg0 : NamedBarrier::kDqTurnWg1);
+}
+
 // This warpgroup's dQ tile of query block m into the global f32 accumulator; in deterministic mode
-// in key-block order (turn counter of the query block).
+// in the fixed key-block order of bwd_scheduler.cuh, once the turn counter says so. The additions
+// are only issued here: pass_dq_turn waits for them and passes the turn on.
 __device__ __forceinline__ void add_dq(const BwdParams& p, const BwdTile& t, int m, int wg, int tid,
                                        const float (&dq)[kDqN / 2]) {
-  const i64 block = (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.num_m_blocks + m;
-  float* const dst = p.dq_accum + block * kDqBlockFloats;
   if (p.deterministic) {
-    i32* const sem = p.dq_sem + block;
-    if (tid == 0) wait_turn(sem, t.n_block);
-    if (wg == 0) {
-      named_barrier::sync(static_cast<u32>(NamedBarrier::kDqTurnWg0), kWarpgroupThreads);
-    } else {
-      named_barrier::sync(static_cast<u32>(NamedBarrier::kDqTurnWg1), kWarpgroupThreads);
-    }
-    add_dq_tile(dst, wg, tid, dq);
-    __threadfence();
-    named_barrier::sync(static_cast<u32>(NamedBarrier::kDqAdded), kConsumerThreads);
-    if (wg == 0 && tid == 0) gmem::red_release_add(sem, 1);
-  } else {
-    add_dq_tile(dst, wg, tid, dq);
+    if (tid == 0) wait_turn(dq_turn_counter(p, t, m, wg), dq_turn(p, t, m));
+    named_barrier::sync(dq_turn_barrier(wg), kWarpgroupThreads);
   }
+  add_dq_tile(p.dq_accum + dq_block(p, t, m) * kDqBlockFloats, wg, tid, dq);
+}
+
+// Deterministic mode: once every thread's additions of block m are done in global memory, the next
+// key block's warpgroup may add. Called one step late, after the next block's S^T/dP^T wgmmas are
+// issued, so the wait for the round trip to L2 overlaps them instead of stalling the warpgroup.
+__device__ __forceinline__ void pass_dq_turn(const BwdParams& p, const BwdTile& t, int m, int wg, int tid) {
+  __threadfence();                                             // this thread's adds are done ...
+  named_barrier::sync(dq_turn_barrier(wg), kWarpgroupThreads);  // ... and every thread's
+  if (tid == 0) gmem::red_release_add(dq_turn_counter(p, t, m, wg), 1);
 }
 
 __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int wg,
@@ -86,6 +99,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
   if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
   RingPos<kStages> pos;
   int buf = 0;
+  int turn_pending = -1;   // deterministic: the query block whose turn this warpgroup has yet to pass on
   for (int m = t.m_begin; m < t.m_end; ++m) {
     const int s = pos.stage;
     float st[kWgQueries / 2];    // S^T, then P^T
@@ -111,6 +125,10 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
           dpt, kmajor_desc(sm.v(), kBlockN, kk), kmajor_desc(sm.dout(s) + q_col0 * kRowBytes, kBlockM, kk), kk > 0);
     }
     wgmma::commit_group();
+    if (kNeedDq && turn_pending >= 0) {
+      pass_dq_turn(p, t, turn_pending, wg, tid);
+      turn_pending = -1;
+    }
 
     wgmma::wait_group<1>();
     fence_regs(st);
@@ -170,11 +188,15 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
       if (tid % 32 == 0) mbar::arrive(sm.empty(s));
     }
 
-    if constexpr (kNeedDq) add_dq(p, t, m, wg, tid, dq);
+    if constexpr (kNeedDq) {
+      add_dq(p, t, m, wg, tid, dq);
+      if (p.deterministic) turn_pending = m;
+    }
 
     buf ^= 1;
     pos.advance();
   }
+  if (kNeedDq && turn_pending >= 0) pass_dq_turn(p, t, turn_pending, wg, tid);
   if constexpr (kNeedDkv) bwd_store_dkv(p, t, key0, wg * kWgCols, tid, dk, dv);
 }
 

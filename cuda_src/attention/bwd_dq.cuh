@@ -13,10 +13,14 @@
 // So every shared store is a conflict-free 16-byte store and the bulk reduce is one contiguous run;
 // the postprocess (bwd_postprocess.cu) puts rows and columns back in place.
 //
-// Hand-off per query block (named barriers, consumers + writer warp):
-//   consumers: [sync kDqEmpty, not on the first block] st.shared; fence.proxy.async; arrive kDqFull
-//   writer:    sync kDqFull; (deterministic: wait for its turn) bulk reduce; wait until read;
-//              arrive kDqEmpty (not after the last block, which nobody waits for)
+// Hand-off per query block (named barriers, consumers + the writer warp of the block's buffer; two
+// buffers alternate, bwd_config.cuh kDqBuffers):
+//   consumers: [sync kDqEmpty(b), not on a buffer's first block] st.shared; fence.proxy.async;
+//              arrive kDqFull(b)
+//   writer b:  sync kDqFull(b); (deterministic: wait for its turn) bulk reduce; wait until read;
+//              arrive kDqEmpty(b) (not after the buffer's last block, which nobody waits for);
+//              (deterministic: wait until the adds are done, pass the turn on)
+
 #pragma once
 #include "../ptx/bulk.cuh"
 #include "../ptx/gmem.cuh"
@@ -28,10 +32,11 @@
 
 namespace fa3lite { namespace attn { namespace bwd {
 
-// Store one warpgroup's dQ tile (kBlockM x kDqN, accumulator layout) into `region`, as tile g.
-__device__ __forceinline__ void store_dq_tile(const BwdSmem& sm, int region, int g, int tid,
+// Store one warpgroup's dQ tile (kBlockM x kDqN, accumulator layout) into `region` of buffer `buf`,
+// as tile g.
+__device__ __forceinline__ void store_dq_tile(const BwdSmem& sm, int buf, int region, int g, int tid,
                                               const float (&acc)[kDqN / 2]) {
-  const u32 base = sm.dq(region) + (g * kDqChunks * kWarpgroupThreads + tid) * 16;
+  const u32 base = sm.dq(buf, region) + (g * kDqChunks * kWarpgroupThreads + tid) * 16;
 #pragma unroll
   for (int j = 0; j < kDqChunks; ++j) {
     smem_vec::st_v4_f32(base + j * kWarpgroupThreads * 16, acc[4 * j], acc[4 * j + 1], acc[4 * j + 2],
@@ -54,35 +59,38 @@ __device__ __forceinline__ void wait_turn(const i32* sem, int turn) {
   gmem::fence_proxy_async_global();   // the bulk reduce (async proxy) comes after the acquire
 }
 
-// Run by a whole warp; lane 0 issues the bulk operations.
-__device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t) {
+// Writer of dQ buffer `buf`: query blocks m_begin + buf, m_begin + buf + kDqBuffers, ... Run by a
+// whole warp; lane 0 issues the bulk operations.
+__device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int buf) {
   const bool leader = threadIdx.x % 32 == 0;
   const i64 head_row = static_cast<i64>(t.batch) * p.num_heads_q + t.head;
   float* const accum = p.dq_accum + head_row * p.num_m_blocks * kDqBlockFloats;
   i32* const sem = p.dq_sem + head_row * p.num_m_blocks;
-  for (int m = t.m_begin; m < t.m_end; ++m) {
-    named_barrier::sync(static_cast<u32>(NamedBarrier::kDqFull), kDqSyncThreads);
+  for (int m = t.m_begin + buf; m < t.m_end; m += kDqBuffers) {
+    named_barrier::sync(dq_full_barrier(buf), kDqSyncThreads);
     if (leader) {
       float* const dst = accum + static_cast<i64>(m) * kDqBlockFloats;
-      if (p.deterministic) wait_turn(sem + m, t.n_block);
+      if (p.deterministic) wait_turn(sem + m, dq_turn(p, t, m));
 #pragma unroll
       for (int r = 0; r < kDqRegions; ++r) {
-        bulk::reduce_add_f32(dst, sm.dq(r), kDqRegionBytes);
+        bulk::reduce_add_f32(dst, sm.dq(buf, r), kDqRegionBytes);
         tma::commit_group();
-        // Two partial tiles of one block: bulk operations are unordered, so the fixed order
-        // needs the first to finish before the second starts.
+        // Two partial tiles of one block (D = 64): bulk operations are unordered, so the fixed
+        // order needs the first to finish before the second starts. (Adding the second into an
+        // accumulator of its own, summed by the postprocess, measured no faster.)
         if (kDqRegions > 1 && r + 1 < kDqRegions && p.deterministic) tma::wait_group<0>();
       }
-      if (p.deterministic) {
-        tma::wait_group<0>();                 // the adds are done in global memory ...
-        gmem::fence_proxy_async_global();
-        gmem::red_release_add(sem + m, 1);    // ... before the next key block may add
-      } else {
-        tma::wait_group_read<0>();            // the smem tile may be overwritten
-      }
+      tma::wait_group_read<0>();              // the smem tile may be overwritten
     }
     __syncwarp();
-    if (m + 1 < t.m_end) named_barrier::arrive(static_cast<u32>(NamedBarrier::kDqEmpty), kDqSyncThreads);
+    // The consumers may store a later tile while the adds complete: they need not wait for the
+    // round trip to global memory, only the next key block does.
+    if (m + kDqBuffers < t.m_end) named_barrier::arrive(dq_empty_barrier(buf), kDqSyncThreads);
+    if (leader && p.deterministic) {
+      tma::wait_group<0>();                   // the adds are done in global memory ...
+      gmem::fence_proxy_async_global();
+      gmem::red_release_add(sem + m, 1);      // ... before the next key block may add
+    }
   }
   if (leader) tma::wait_group<0>();
 }

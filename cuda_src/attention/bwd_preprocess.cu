@@ -5,6 +5,9 @@
 //                       is then exactly 0 there instead of NaN)
 // Rows are padded to whole query blocks of the main kernel, so its 1-D bulk loads stay in bounds.
 // kThreadsPerRow threads share a row, 8 elements (16 bytes) each, and reduce with butterflies.
+// It also zeroes what the main kernel adds into (when given): the dQ accumulator, rows_pad x D
+// floats per (b, h), and the deterministic turn counters, one per query block. That saves the host
+// a memset launch per backward, and this kernel runs before the main one on the same stream.
 #include "../ptx/math.cuh"
 #include "../ptx/types.cuh"
 
@@ -27,6 +30,8 @@ struct PreParams {
   const float* lse;    // (B, H, Sq)
   float* lse_log2;     // (B, H, rows_pad)
   float* dpsum;
+  float* dq_accum;     // (B, H, rows_pad, D) in any order, or null: zeroed here
+  i32* dq_sem;         // (B, H, rows_pad / block_m, sems_per_block), or null: zeroed here
   i64 do_stride_b, do_stride_s, do_stride_h;   // elements
   i64 o_stride_b, o_stride_s, o_stride_h;
   i64 lse_stride_b, lse_stride_h, lse_stride_s;
@@ -34,6 +39,8 @@ struct PreParams {
   i32 rows_pad;
   i32 num_heads;
   i32 row_blocks;      // ceil(rows_pad / kRowsPerBlock)
+  i32 block_m;         // query rows per block of turn counters (the main kernel's kBlockM)
+  i32 sems_per_block;  // turn counters per query block (the main kernel's kSemsPerBlock)
 };
 
 static_assert(sizeof(PreParams) == FA3LITE_PARAMS_SIZE, "host and device disagree on the PreParams size");
@@ -97,5 +104,15 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_preproce
     }
     p.dpsum[idx] = acc;
     p.lse_log2[idx] = l2;
+    if (p.dq_sem != nullptr && row % p.block_m == 0) {
+      i32* const sems = p.dq_sem + (static_cast<i64>(bh) * (p.rows_pad / p.block_m) + row / p.block_m) * p.sems_per_block;
+      for (int i = 0; i < p.sems_per_block; ++i) sems[i] = 0;
+    }
+  }
+  if (p.dq_accum != nullptr && row < p.rows_pad) {
+    float4* const dst = reinterpret_cast<float4*>(
+        p.dq_accum + (static_cast<i64>(bh) * p.rows_pad + row) * kHeadDim + part * 8);
+    dst[0] = make_float4(0.f, 0.f, 0.f, 0.f);
+    dst[1] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
 }

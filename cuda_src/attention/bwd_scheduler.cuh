@@ -1,7 +1,16 @@
 // Backward tile scheduler: one CTA per (key block, query head, batch), flattened into blockIdx.x
 // (key block fastest) so grid y/z limits never apply. Key blocks of one head are adjacent, so
-// co-resident CTAs share the head's Q/dO in L2, and in deterministic mode key block n (which waits
-// for key block n - 1 at every query block) is always launched after the block it waits for.
+// co-resident CTAs share the head's Q/dO in L2.
+//
+// Deterministic mode adds each query block's dQ tiles in a fixed key-block order (dq_turn), and a
+// key block only ever waits for blocks launched before it (so for blocks that are resident or done:
+// no deadlock, whatever the grid). The order is chosen so that nobody waits for long:
+//   full mask: ascending n, launched ascending. All blocks walk m = 0, 1, ... in step, so block n
+//              trails block n - 1 by one reduction and then runs unhindered.
+//   causal:    descending n, launched descending. Block n starts at query block ~2n (it sees nothing
+//              earlier), so at any query block m the higher key block got there first: with
+//              ascending order every block would wait out its whole head start, idle for about as
+//              long as it works; with descending order it never waits.
 #pragma once
 #include "bwd_config.cuh"
 #include "bwd_params.cuh"
@@ -17,13 +26,17 @@ struct BwdTile {
   int m_end;
 };
 
+// Causal order reverses the key blocks of a head in deterministic mode (see the top).
+__device__ __forceinline__ bool descending_turns(const BwdParams& p) { return kIsCausal && p.deterministic; }
+
 // With a causal mask, query block m sees key block n iff its last row i = 64m + 63 has
 // 128n <= i + offset, i.e. m >= floor((128n - offset) / 64). That bound grows with n, so the key
-// blocks visiting any query block form a prefix 0..n_max: the deterministic turn of block n is n.
+// blocks visiting any query block form a prefix 0..n_last(m).
 __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
   const unsigned idx = blockIdx.x;
   BwdTile t;
-  t.n_block = idx % p.num_n_blocks;
+  const int slot = idx % p.num_n_blocks;
+  t.n_block = descending_turns(p) ? p.num_n_blocks - 1 - slot : slot;
   const unsigned rest = idx / p.num_n_blocks;
   t.head = rest % p.num_heads_q;
   t.batch = rest / p.num_heads_q;
@@ -35,6 +48,17 @@ __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
     if (first > 0) t.m_begin = first / kBlockM >= t.m_end ? t.m_end : static_cast<int>(first / kBlockM);
   }
   return t;
+}
+
+// Deterministic mode: how many key blocks add their dQ tile of query block m before this one. Full
+// mask: every block visits m, in order 0, 1, ...: the turn is n. Causal: blocks 0..n_last(m) visit m
+// (the prefix above), in descending order: the turn is n_last(m) - n. Called only for m >= m_begin,
+// where the last visible key 64m + 63 + offset >= 128n >= 0.
+__device__ __forceinline__ int dq_turn(const BwdParams& p, const BwdTile& t, int m) {
+  if (!descending_turns(p)) return t.n_block;
+  const i64 last_key = static_cast<i64>(m) * kBlockM + kBlockM - 1 + p.causal_offset;
+  const i64 n_last = last_key / kBlockN;
+  return static_cast<int>(n_last < p.num_n_blocks - 1 ? n_last : p.num_n_blocks - 1) - t.n_block;
 }
 
 }}}  // namespace fa3lite::attn::bwd

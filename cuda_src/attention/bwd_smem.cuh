@@ -5,7 +5,8 @@
 //   sdS[b]            dS^T, kBlockN key rows x kBlockM query columns (written with stmatrix);
 //                     kDsBuffers of them: none in a narrow variant without dQ
 //   sP[b]             wide with dK/dV only: P^T, like dS^T
-//   sdQ               narrow with dQ only: the f32 dQ tile(s) in fragment order, read by the bulk reduce
+//   sdQ[b]            narrow with dQ only: the f32 dQ tile(s) in fragment order, read by the bulk
+//                     reduce; two buffers (kDqBuffers), alternate query blocks
 //   mbarriers         kv_full, q_full[s], do_full[s], empty[s]
 // Tiles are [D/64 column block][row][64 columns], 128 bytes per row, 16-byte chunks XOR row % 8.
 // A region a variant does not use has size 0 (the host mirror is BwdVariant.smem_bytes).
@@ -24,7 +25,7 @@ struct BwdSmem {
   static constexpr u32 kDS = kDO + kStages * kQTileBytes;
   static constexpr u32 kP = kDS + kDsBuffers * kDsTileBytes;
   static constexpr u32 kDQ = kP + kPBuffers * kDsTileBytes;
-  static constexpr u32 kBarriers = kDQ + kDqRegions * kDqRegionBytes;
+  static constexpr u32 kBarriers = kDQ + kDqBuffers * kDqRegions * kDqRegionBytes;
   static constexpr u32 kNumBarriers = 1 + 3 * kStages;
   static constexpr u32 kBytes = kBarriers + 8 * kNumBarriers;
   static constexpr u32 kDynamicBytes = kBytes + kSmemAlign;   // slack to align the base
@@ -37,7 +38,9 @@ struct BwdSmem {
   __device__ __forceinline__ u32 dout(int s) const { return base + kDO + s * kQTileBytes; }
   __device__ __forceinline__ u32 ds(int b) const { return base + kDS + b * kDsTileBytes; }
   __device__ __forceinline__ u32 p(int b) const { return base + kP + b * kDsTileBytes; }
-  __device__ __forceinline__ u32 dq(int region) const { return base + kDQ + region * kDqRegionBytes; }
+  __device__ __forceinline__ u32 dq(int buf, int region) const {
+    return base + kDQ + (buf * kDqRegions + region) * kDqRegionBytes;
+  }
   __device__ __forceinline__ u32 kv_full() const { return base + kBarriers; }
   __device__ __forceinline__ u32 q_full(int s) const { return base + kBarriers + 8 * (1 + s); }
   __device__ __forceinline__ u32 do_full(int s) const { return base + kBarriers + 8 * (1 + kStages + s); }

@@ -89,6 +89,7 @@ class _Staging(threading.local):
         self.base = (ctypes.addressof(self.raw) + _PARAM_ALIGN - 1) // _PARAM_ALIGN * _PARAM_ALIGN
         self.view = memoryview((ctypes.c_char * size).from_address(self.base)).cast("B")
         self.argv = (ctypes.c_void_p * 1)(self.base)
+        self.argv_addr = ctypes.addressof(self.argv)
         self.size = size
 
 
@@ -130,7 +131,7 @@ def launch_current(kernel: Loaded, grid: tuple[int, int, int], block: int, devic
                    stream_handle: int) -> None:
     """launch_staged for a caller already inside ``on_device(device_index)`` (several launches in a
     row then ask for the current context once)."""
-    err = cdriver.launch(kernel.handle, grid, block, kernel.smem_bytes, stream_handle, _staging.argv)
+    err = cdriver.launch(kernel.handle, grid, block, kernel.smem_bytes, stream_handle, _staging.argv_addr)
     if err:
         raise CudaDriverError(f"launching kernel {kernel.name} on cuda:{device_index} (grid {tuple(grid)}, "
                               f"block {block}, {kernel.smem_bytes} bytes of dynamic shared memory) failed: "
