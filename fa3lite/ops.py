@@ -140,7 +140,7 @@ def _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, det
     result = None
     if module is not None:
         # dout comes from whatever follows attention: a layout the tensor maps cannot take is copied
-        # by the kernels' host side (hopper_bwd), which beats the slow path.
+        # by the kernels' host side (hopper.bwd), which beats the slow path.
         result = _on_kernels(backend, lambda: module.backward(
             dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
             need_dq=need_dq, need_dkv=need_dkv, fwd_plan=fwd_plan))

@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 import torch
 
-from fa3lite import hopper_bwd
+from fa3lite.hopper import bwd as hopper_bwd
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
 from fa3lite.runtime.inspect import kernel_info, opcode_counts, sass_text, spec_info
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.gpu
 if not (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
     pytest.skip("needs a Hopper (sm_90) GPU", allow_module_level=True)
 
-from fa3lite import hopper_bwd  # noqa: E402
+from fa3lite.hopper import bwd as hopper_bwd  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 PAIRS = [(1, 1), (1, 239), (239, 1), (113, 203), (128, 217), (799, 3), (1023, 1024), (1024, 1023),

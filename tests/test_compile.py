@@ -55,7 +55,7 @@ def test_fwd_tile_follows_the_key_length():
 
 
 def test_fwd_grid_one_cta_per_tile_or_one_per_sm():
-    from fa3lite.hopper import fwd_grid
+    from fa3lite.hopper.fwd import fwd_grid
 
     tile = fwd_tile(128, False)
     pers = FwdVariant(128, "bf16", False, tile=tile._replace(persistent=True))

@@ -1,5 +1,5 @@
 """The cached fast path on the GPU (issue 10): remembered call signatures (fa3lite.callkey) and cached
-launch plans (hopper._plans) give the same results as the first, fully checked call, thousands of
+launch plans (fa3lite.hopper.fwd._plans) give the same results as the first, fully checked call, thousands of
 times over varying shapes, dtypes and layouts, and the caches stay bounded."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _cases():
 
 
 def test_thousands_of_cached_calls_match_the_checked_first_call():
-    from fa3lite import hopper
+    from fa3lite.hopper import fwd as hopper
 
     callkey.forget()
     hopper._plans.clear()

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from fa3lite import hopper
+from fa3lite.hopper import fwd as hopper
 
 pytestmark = pytest.mark.gpu
 if not (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):

@@ -16,7 +16,7 @@ if not (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 
     pytest.skip("needs a Hopper (sm_90) GPU", allow_module_level=True)
 
 import fa3lite  # noqa: E402
-from fa3lite import hopper, hopper_bwd  # noqa: E402
+from fa3lite.hopper import bwd as hopper_bwd, fwd as hopper  # noqa: E402
 from fa3lite.runtime import cache, cdriver, driver, launch  # noqa: E402
 from conftest import assert_close_fa3, fa3_atol, ref_attention  # noqa: E402
 

@@ -453,18 +453,19 @@ def test_double_backward_under_compile_raises_not_drops():
 def failing_runtime(monkeypatch, tmp_path):
     """The real fa3lite.hopper on CPU tensors, device index 0, with inputs passing kernel_reasons; each
     test makes one runtime step fail."""
-    from fa3lite import hopper
+    from fa3lite.hopper import bwd, fwd
     from fa3lite.runtime import cache, launch
 
     monkeypatch.setenv("FA3LITE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None: [])
-    monkeypatch.setattr(hopper, "_device_index", lambda t: 0)
+    monkeypatch.setattr(fwd, "device_index", lambda t: 0)
+    monkeypatch.setattr(bwd, "device_index", lambda t: 0)
     cache.clear_memory_cache()
-    hopper._loaded.cache_clear()
+    fwd._loaded.cache_clear()
     launch.forget_failures()
     yield
     cache.clear_memory_cache()
-    hopper._loaded.cache_clear()
+    fwd._loaded.cache_clear()
     launch.forget_failures()
 
 

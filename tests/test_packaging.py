@@ -1,4 +1,5 @@
-"""The wheel carries every kernel source (they compile at run time) and finds them once installed."""
+"""The wheel carries every Python module and kernel source (they compile at run time) and finds them
+once installed."""
 import pathlib
 import subprocess
 import sys
@@ -16,12 +17,14 @@ def test_wheel_carries_cuda_sources_and_finds_them(tmp_path):
                if p.suffix in (".cu", ".cuh")]
     missing = [s for s in sources if f"fa3lite/cuda_src/{s}" not in names]
     assert sources and not missing, f"wheel lacks {missing}"
-    assert "fa3lite/bench/__main__.py" in names
+    modules = [p.relative_to(ROOT).as_posix() for p in (ROOT / "fa3lite").rglob("*.py")]
+    missing = [m for m in modules if m not in names]
+    assert "fa3lite/hopper/fwd.py" in modules and not missing, f"wheel lacks {missing}"
 
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
                     str(wheel)], check=True, timeout=300)
-    probe = ("import fa3lite.runtime.sources as s, pathlib; d = s.cuda_src_dir(); "
+    probe = ("import fa3lite.hopper.common, fa3lite.runtime.sources as s, pathlib; d = s.cuda_src_dir(); "
              "print(d); assert pathlib.Path(d).is_relative_to(pathlib.Path(fa3lite.__file__).parent)")
     out = subprocess.run([sys.executable, "-c", "import fa3lite; " + probe], cwd=tmp_path, check=True,
                          capture_output=True, text=True, timeout=120,

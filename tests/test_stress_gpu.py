@@ -23,7 +23,7 @@ if os.environ.get("FA3LITE_STRESS") != "1":
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 import fa3lite  # noqa: E402
-from fa3lite import hopper_bwd  # noqa: E402
+from fa3lite.hopper import bwd as hopper_bwd  # noqa: E402
 from fa3lite.runtime import launch, tma  # noqa: E402
 from fa3lite.variants import all_fwd_variants  # noqa: E402
 from conftest import assert_close_fa3, dsoftmax_atols, fa3_atol, ref_attention  # noqa: E402

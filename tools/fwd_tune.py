@@ -6,7 +6,8 @@ each candidate is first checked for accuracy at odd shapes, then timed at 16k to
 """
 import sys
 
-from fa3lite import hopper, variants
+from fa3lite import variants
+from fa3lite.hopper import fwd as hopper
 from fa3lite.runtime.compile import CompileError
 from fa3lite.runtime.inspect import spec_info
 from fa3lite.variants import FwdTile as T

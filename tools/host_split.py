@@ -66,7 +66,7 @@ def main() -> int:
     ops._EagerAttention.backward = staticmethod(timed_backward)
     inner: dict[str, list[float]] = {}
     if args.split:
-        from fa3lite import hopper, hopper_bwd
+        from fa3lite.hopper import bwd as hopper_bwd, fwd as hopper
 
         def wrap(owner, name, label):
             real = getattr(owner, name)

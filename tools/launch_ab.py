@@ -23,7 +23,7 @@ import torch
 
 
 def main() -> None:
-    from fa3lite import hopper_bwd
+    from fa3lite.hopper import bwd as hopper_bwd
     from fa3lite.runtime import cdriver, launch
     from cuda.bindings import driver as cu
 

@@ -1,7 +1,7 @@
 """dPsum = rowsum(dO * O): the CUDA preprocess of the backward vs the Numba aux kernel, one run."""
 import torch
 
-from fa3lite import hopper_bwd
+from fa3lite.hopper import bwd as hopper_bwd
 from fa3lite.numba_kernels import aux
 
 for B, S, H, D in ((4, 4096, 16, 128), (16, 1024, 16, 128), (1, 16384, 32, 64)):

@@ -1,4 +1,4 @@
-// Compile-time configuration of one backward kernel variant. The host (fa3lite/hopper_bwd.py)
+// Compile-time configuration of one backward kernel variant. The host (fa3lite/hopper/bwd.py)
 // passes the macros; every other bwd_* file reads the constants below, never the macros.
 //
 // One CTA owns kBlockN key rows of one (query head, batch) and walks the query blocks that can see
@@ -80,7 +80,7 @@ constexpr int kDqRegionBytes = kDqBlockFloats * 4;
 // longer than a D = 64 block's math), and two writers keep two of those in flight.
 constexpr int kDqBuffers = kDqRegions > 0 ? 2 : 0;
 // Deterministic turn counters per query block: one (narrow: one writer warp adds the block), or one
-// per consumer warpgroup (wide: each adds its own columns). The host mirrors this (hopper_bwd.py).
+// per consumer warpgroup (wide: each adds its own columns). The host mirrors this (fa3lite/hopper/bwd.py).
 constexpr int kSemsPerBlock = kWide ? kConsumerWarpgroups : 1;
 constexpr int kDsTileBytes = kBlockN * kBlockM * kElemBytes;      // dS^T (and wide: P^T), [key row][query]
 // dS^T goes through smem for dQ, and in the wide layout also as the A operand of dK (narrow: dK reads

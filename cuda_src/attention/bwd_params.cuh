@@ -1,5 +1,5 @@
 // Backward kernel parameters: one by-value struct. The host mirror is BWD_PARAMS in
-// fa3lite/hopper_bwd.py; FA3LITE_PARAMS_SIZE / FA3LITE_PARAMS_OK (from the host) assert the layouts agree.
+// fa3lite/hopper/bwd.py; FA3LITE_PARAMS_SIZE / FA3LITE_PARAMS_OK (from the host) assert the layouts agree.
 #pragma once
 #include "../ptx/types.cuh"
 

@@ -101,7 +101,7 @@ def kernel_info(kind: str, head_dim: int = 128, dtype: str = "bf16", causal: boo
         info.update(kind=kind, block_m=v.block_m, block_n=v.block_n, stages=v.stages, threads=v.threads)
         return info
     if kind == "bwd":
-        from .. import hopper_bwd
+        from ..hopper import bwd as hopper_bwd
 
         spec, smem, extra = hopper_bwd.main_kernel_spec(head_dim, dtype, bool(causal))
         info = spec_info(spec, smem)

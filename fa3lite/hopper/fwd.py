@@ -7,28 +7,12 @@ from __future__ import annotations
 
 import functools
 import math
-import os
-import struct
 
 import torch
 
-from .runtime import launch, tma
-from .variants import FWD_PARAMS, FwdTile, FwdVariant, fwd_tile
-
-DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
-LOG2E = 1.4426950408889634
-MAX_GRID_X = (1 << 31) - 1
-I32_MAX = (1 << 31) - 1
-
-
-def debug_build() -> bool:
-    """FA3LITE_DEBUG=1 selects kernels whose mbarrier (and semaphore) waits trap after a bounded spin."""
-    return os.environ.get("FA3LITE_DEBUG", "0") not in ("", "0")
-
-
-def _device_index(t: torch.Tensor) -> int:
-    """The CUDA device index of a tensor (its device always names one)."""
-    return t.device.index if t.device.index is not None else torch.cuda.current_device()
+from ..runtime import launch, tma
+from ..variants import FWD_PARAMS, FwdTile, FwdVariant, fwd_tile
+from .common import DTYPE_NAMES, I32_MAX, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, debug_build, device_index
 
 
 def fwd_variant(q, causal: bool, seqlen_k: int) -> FwdVariant:
@@ -63,7 +47,7 @@ class _FwdPlan:
         (_, Sk, Hk, _), k_stride = _bshd(k, bhsd)
         _, v_stride = _bshd(v, bhsd)
         variant = fwd_variant(q, causal, Sk)
-        self.dev = _device_index(q)
+        self.dev = device_index(q)
         self.kernel = _loaded(variant, self.dev)
         num_m_blocks = -(-Sq // variant.block_m)
         tiles = num_m_blocks * Hq * B
@@ -99,7 +83,7 @@ class _FwdPlan:
         # per CTA, all zeroed every launch (with ctas == tiles the kernel takes the static path).
         dynamic = variant.dynamic_tiles and ctas < tiles
         self.sched_at, self.sched_words = (offsets["tile_sched"], 1 + ctas) if dynamic else (None, 0)
-        # The backward launch plans of this forward's results (hopper_bwd.backward with fwd_plan).
+        # The backward launch plans of this forward's results (bwd.backward with fwd_plan).
         self.backward_plans: dict = {}
 
     def __call__(self, q, k, v):
@@ -109,10 +93,10 @@ class _FwdPlan:
         block[:self.size] = self.template
         for (at, maker), t in zip(self.slots, (q, k, v, out)):
             block[at:at + 128] = maker(t.data_ptr())
-        _PTR.pack_into(block, self.lse_at, lse.data_ptr())
+        PTR.pack_into(block, self.lse_at, lse.data_ptr())
         if self.sched_at is not None:
             sched = torch.zeros((self.sched_words,), dtype=torch.int32, device=self.device)
-            _PTR.pack_into(block, self.sched_at, sched.data_ptr())
+            PTR.pack_into(block, self.sched_at, sched.data_ptr())
         launch.launch_staged(self.kernel, self.grid, self.threads, self.dev, launch.stream_handle(self.dev))
         return out, lse
 
@@ -135,9 +119,7 @@ def _sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
-_PTR = struct.Struct("<Q")
 _plans: dict[tuple, _FwdPlan] = {}
-_PLAN_LIMIT = 1024   # signatures kept; past it the table starts over (a plan is cheap to rebuild)
 
 
 def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
@@ -176,7 +158,7 @@ def _forward(q, k, v, softmax_scale, causal, causal_offset, bhsd):
         if not softmax_scale > 0:
             raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")
         plan = _FwdPlan(q, k, v, softmax_scale, causal, causal_offset, bhsd)
-        if len(_plans) >= _PLAN_LIMIT:
+        if len(_plans) >= PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan
     return plan(q, k, v)
@@ -196,17 +178,3 @@ def _forward_without_keys(B, Sq, Hq, D, q):
     out = torch.zeros((B, Sq, Hq, D), dtype=q.dtype, device=q.device)
     lse = torch.full((B, Hq, Sq), -math.inf, dtype=torch.float32, device=q.device)
     return out, lse
-
-
-_hopper_bwd = None
-
-
-def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal_offset: int,
-             deterministic: bool, need_dq: bool = True, need_dkv: bool = True, fwd_plan=None):
-    """Attention backward on the Hopper kernels -> (dq, dk, dv), None for a gradient not needed; see
-    fa3lite/hopper_bwd.py (``fwd_plan``: the _FwdPlan that made out and lse from these q, k, v)."""
-    global _hopper_bwd
-    if _hopper_bwd is None:
-        from . import hopper_bwd as _hopper_bwd   # it imports this module: bound on first use
-    return _hopper_bwd.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
-                                need_dq=need_dq, need_dkv=need_dkv, fwd_plan=fwd_plan)

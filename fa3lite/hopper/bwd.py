@@ -30,16 +30,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import struct
 
 import torch
 
-from . import checks, hopper
-from .hopper import DTYPE_NAMES, I32_MAX, LOG2E, MAX_GRID_X, debug_build
-from .runtime import launch, tma
-from .runtime.driver import on_device
-from .runtime.compile import KernelSpec
-from .runtime.params import ParamStruct
+from .. import checks
+from ..runtime import launch, tma
+from ..runtime.compile import KernelSpec
+from ..runtime.driver import on_device
+from ..runtime.params import ParamStruct
+from .common import DTYPE_NAMES, I32_MAX, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, debug_build, device_index
 
 HEAD_DIMS = (64, 128, 256)
 DTYPES = ("bf16", "fp16")
@@ -199,7 +198,7 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
     """Attention backward on the Hopper kernels. Returns (dq, dk, dv), None for a gradient not
     needed; see the module docstring.
 
-    ``fwd_plan``: the forward launch plan (hopper._FwdPlan) that produced out and lse from exactly
+    ``fwd_plan``: the forward launch plan (fwd._FwdPlan) that produced out and lse from exactly
     these q, k, v, scale and mask, as autograd's node knows. Everything a backward plan depends on
     is then fixed but dout's layout and the flags (autograd hands dout over on out's device, in its
     dtype and shape), so the plan is found under that short key, kept on the forward plan (the full
@@ -229,7 +228,7 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
                     _zeros(v) if need_dkv else None)
         plan = _BwdPlan(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
                         need_dq, need_dkv)
-        if len(_plans) >= _PLAN_LIMIT:
+        if len(_plans) >= PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan
     if short is not None:
@@ -245,9 +244,7 @@ def _alignment(*tensors) -> tuple[bool, ...]:
     return tuple(t.data_ptr() % 16 == 0 for t in tensors)
 
 
-_PTR = struct.Struct("<Q")
 _plans: dict[tuple, "_BwdPlan"] = {}
-_PLAN_LIMIT = 1024   # signatures kept; past it the table starts over (a plan is cheap to rebuild)
 _SHORT_LIMIT = 16    # dout layouts and flags kept per forward plan
 
 
@@ -273,7 +270,7 @@ class _BwdPlan:
         self.gqa = Hq != Hk
         variant = BwdVariant(D, DTYPE_NAMES[dtype], bool(causal), self.gqa and need_dkv, debug_build(),
                              need_dq=need_dq, need_dkv=need_dkv)
-        self.dev, self.device, self.dtype, self.debug = hopper._device_index(q), q.device, dtype, variant.debug
+        self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, dtype, variant.debug
         self.pre, self.main, self.post = _kernels(variant, self.dev)   # a runtime failure raises here
         self.need_dq, self.need_dkv, self.deterministic = need_dq, need_dkv, deterministic
         # Operands whose layout the tensor maps cannot take are copied on every call (tma_ready).
@@ -335,7 +332,7 @@ class _BwdPlan:
         block = launch.staging_view(len(params))
         block[:len(params)] = params
         for at, ptr in addresses:
-            _PTR.pack_into(block, at, ptr)
+            PTR.pack_into(block, at, ptr)
         for (at, maker), t in maps:
             block[at:at + 128] = maker(t.data_ptr())
         launch.launch_current(kernel, grid, threads, self.dev, stream)
