@@ -131,6 +131,19 @@ def _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic=False
     return out.contiguous(), lse.contiguous()
 
 
+def _fwd_bhsd_impl(q, k, v, softmax_scale, causal, deterministic=False, backend="auto", checked=False):
+    """(out (B, Hq, Sq, D), lse) of torch-layout inputs (B, H, S, D), top-left causal: the kernels'
+    torch-layout plan when the caller established kernels_take, else _fwd_impl on flash_attn-layout
+    views."""
+    if checked:
+        result = _on_kernels(backend, lambda: _hopper().forward_bhsd(q, k, v, softmax_scale, causal))
+        if result is not None:
+            return result
+    out, lse = _fwd_impl(*(t.transpose(1, 2) for t in (q, k, v)), softmax_scale, causal, 0, deterministic,
+                         backend, checked)
+    return out.transpose(1, 2), lse
+
+
 def _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic=False,
               backend="auto", need_dq=True, need_dkv=True, checked=False, fwd_plan=None):
     """(dq, dk, dv) on validated arguments; a gradient that is not needed is None. ``checked``: the
@@ -211,8 +224,11 @@ def _needs_graph(dout, q, k, v) -> bool:
 
 def _grads(ctx, dout, run_kernels):
     """The backward formula shared by the custom op and its eager twin: (dq, dk, dv, None x 5), only
-    the gradients ``ctx.needs_input_grad`` asks for."""
+    the gradients ``ctx.needs_input_grad`` asks for. ``ctx.bhsd``: the tensors were saved in torch's
+    (B, H, S, D) order (the twin's SDPA path); the kernels take flash_attn's, as plain views here."""
     q, k, v, out, lse = ctx.saved_tensors
+    if ctx.bhsd:
+        q, k, v, out, dout = (t.transpose(1, 2) for t in (q, k, v, out, dout))
     need_q, need_k, need_v = ctx.needs_input_grad[:3]
     need_dkv = need_k or need_v
     if _needs_graph(dout, q, k, v):
@@ -220,6 +236,8 @@ def _grads(ctx, dout, run_kernels):
                                        need_dq=need_q, need_dkv=need_dkv)
     else:
         dq, dk, dv = run_kernels(dout, q, k, v, out, lse, *ctx.attention_args, need_q, need_dkv)
+    if ctx.bhsd:
+        dq, dk, dv = (None if g is None else g.transpose(1, 2) for g in (dq, dk, dv))
     return (dq if need_q else None, dk if need_k else None, dv if need_v else None,
             None, None, None, None, None)
 
@@ -233,6 +251,7 @@ def _setup_context(ctx, inputs, output):
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
     ctx.attention_args = (softmax_scale, causal, causal_offset, deterministic, backend)
+    ctx.bhsd = False
     ctx.mark_non_differentiable(lse)
 
 
@@ -249,17 +268,21 @@ BWD = torch.ops.fa3lite.bwd.default
 class _EagerAttention(torch.autograd.Function):
     """Eager-mode twin of the custom op: same implementations, without the custom-op dispatch
     (~50 us a call on the GPU machine, more than the whole kernel launch path at small shapes).
-    ``plan``: the kernels' launch plan of this call signature (fa3lite.callkey), or None."""
+    ``plan``: the kernels' launch plan of this call signature (fa3lite.callkey), or None. ``bhsd``:
+    q, k, v (and so out and the gradients) in torch's (B, H, S, D) order, as SDPA takes them, so
+    that no view op of the caller's tensors lands in the autograd graph (a node each)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked, plan):
+    def forward(ctx, q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked, plan, bhsd):
         if plan is not None:
             out, lse = plan(q, k, v)
+        elif bhsd:
+            out, lse = _fwd_bhsd_impl(q, k, v, softmax_scale, causal, deterministic, backend, checked)
         else:
             out, lse = _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.attention_args = (softmax_scale, causal, causal_offset, deterministic, backend)
-        ctx.checked, ctx.plan = checked, plan
+        ctx.checked, ctx.plan, ctx.bhsd = checked, plan, bhsd
         ctx.mark_non_differentiable(lse)
         return out, lse
 
@@ -268,7 +291,7 @@ class _EagerAttention(torch.autograd.Function):
         def kernels(*args):
             return _bwd_impl(*args, checked=ctx.checked, fwd_plan=ctx.plan)
 
-        return _grads(ctx, dout, kernels) + (None, None)
+        return _grads(ctx, dout, kernels) + (None, None, None)
 
 
 def _c_apply(function):
@@ -297,14 +320,19 @@ def autograd_needed(q, k, v) -> bool:
 
 
 def attention(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, deterministic: bool,
-              backend: str, checked: bool = False, plan=None):
+              backend: str, checked: bool = False, plan=None, bhsd: bool = False):
     """(out, lse) for validated arguments: the custom op while torch.compile traces (one graph node,
     no break), the eager twin otherwise, or straight to the implementation when no autograd node is
     needed. All run _fwd_impl / _bwd_impl, so results are identical. ``checked``: the caller
     established kernels_take (fa3lite.callkey), so the kernel limits are not read again; ``plan``:
-    the launch plan callkey attached to this signature (the eager twin's forward then runs it)."""
+    the launch plan callkey attached to this signature (the eager twin's forward then runs it).
+    ``bhsd``: q, k, v and out in torch's (B, H, S, D) order, the mask top-left (causal_offset 0);
+    eager calls only (the SDPA entry takes the flash_attn layout while torch.compile traces)."""
     if torch.compiler.is_compiling():
         return FWD(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend)
     if not autograd_needed(q, k, v):
+        if bhsd:
+            return _fwd_bhsd_impl(q, k, v, softmax_scale, causal, deterministic, backend, checked)
         return _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked)
-    return _eager_apply(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked, plan)
+    return _eager_apply(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked, plan,
+                        bhsd)

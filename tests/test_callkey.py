@@ -244,3 +244,21 @@ def test_a_repeat_without_autograd_goes_straight_to_the_attached_plan(kernels_on
         b = fa3lite.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
         c = fa3lite.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
     assert torch.equal(a, c) and torch.equal(b, c) and planned == [False] * 3 + [True]
+
+
+def test_sdpa_with_autograd_records_one_node_in_torch_layout(kernels_on_cpu):
+    """SDPA calls with inputs requiring grad go to the eager node in torch's (B, H, S, D) order: out's
+    grad_fn is that node (no transpose nodes around it), repeats find the attached plan, and values
+    and gradients are those of the same math on flash_attn-layout views (Sq == Sk: the masks agree)."""
+    q, k, v = (t.transpose(1, 2).detach().requires_grad_() for t in _qkv())
+    ref = [t.detach().transpose(1, 2).requires_grad_() for t in (q, k, v)]
+    want = fa3lite.flash_attn_func(*ref, causal=True, backend="torch").transpose(1, 2)
+    dout = torch.randn_like(want)
+    want_grads = [g.transpose(1, 2) for g in torch.autograd.grad(want, ref, dout)]
+    for _ in range(3):
+        out = fa3lite.scaled_dot_product_attention(q, k, v, is_causal=True)
+        assert type(out.grad_fn).__name__ == "_EagerAttentionBackward"
+        assert torch.equal(out, want)
+        for got, exp in zip(torch.autograd.grad(out, (q, k, v), dout), want_grads):
+            assert got.shape == exp.shape and torch.equal(got, exp)
+    assert len(kernels_on_cpu) == 1                         # checked once

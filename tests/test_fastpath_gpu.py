@@ -152,3 +152,28 @@ def test_backward_plans_kept_per_forward_plan_follow_the_dout_layout():
             loose = grads(dout, False)        # unordered dQ additions: equal dk/dv, dq within rounding
             assert torch.equal(loose[1], want[1]) and torch.equal(loose[2], want[2])
             torch.testing.assert_close(loose[0].float(), want[0].float(), atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_sdpa_with_gradients_matches_flash_on_views_bitwise(causal):
+    """The SDPA entry with autograd (torch's layout straight into the eager node, the attached
+    torch-layout plan from the second call on) gives flash_attn_func's bits on the transposed views,
+    call after call, with deterministic algorithms on (so dq's additions are ordered too)."""
+    gen = torch.Generator(device="cuda").manual_seed(13)
+    q = torch.randn(2, 4, 200, 128, device="cuda", generator=gen).bfloat16().requires_grad_()
+    k, v = (torch.randn(2, 2, 200, 128, device="cuda", generator=gen).bfloat16().requires_grad_()
+            for _ in range(2))
+    dout = torch.randn(2, 4, 200, 128, device="cuda", generator=gen).bfloat16()
+    views = [t.detach().transpose(1, 2).requires_grad_() for t in (q, k, v)]
+    want = fa3lite.flash_attn_func(*views, causal=causal, deterministic=True).transpose(1, 2)
+    want_grads = [g.transpose(1, 2) for g in torch.autograd.grad(want, views, dout)]
+    was = torch.are_deterministic_algorithms_enabled()
+    try:
+        torch.use_deterministic_algorithms(True)
+        for _ in range(4):
+            out = fa3lite.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+            assert type(out.grad_fn).__name__ == "_EagerAttentionBackward"
+            assert torch.equal(out, want)
+            assert all(torch.equal(a, b) for a, b in zip(torch.autograd.grad(out, (q, k, v), dout), want_grads))
+    finally:
+        torch.use_deterministic_algorithms(was)

@@ -5,14 +5,18 @@
 At B=1, S=128, H=16, d=128, bf16, full mask, on the current GPU, host microseconds per call (calls
 issued back to back, 200 per sample; the steps alternate sample by sample so that a slow spell of
 the machine hits all of them; medians over the rounds):
-  fa3lite / cudnn / floor   fwd+backward through torch.autograd.grad; "floor" is a Python
+  fa3lite / sdpa / cudnn / floor
+                            fwd+backward through torch.autograd.grad ("sdpa": fa3lite's
+                            scaled_dot_product_attention, called like cudnn's, on transposed
+                            views); "floor" is a Python
                             autograd.Function launching one elementwise kernel each way, the
                             least any Python autograd node costs;
   ... engine here           the same with autograd's engine on the calling thread
                             (torch.autograd.set_multithreading_enabled(False));
-  fa3lite body              the time inside fa3lite's backward node (ops._EagerAttention.backward),
-                            measured on the thread that runs it, per call; with --split also inside
-                            the functions it runs (their own timers add a little to each).
+  fa3lite body              with --split: the time inside fa3lite's backward node
+                            (ops._EagerAttention.backward), measured on the thread that runs it, per
+                            call, and inside the functions it runs (the timers add a little to each,
+                            and to the fa3lite and sdpa rows).
 """
 from __future__ import annotations
 
@@ -38,10 +42,13 @@ def main() -> int:
     q, k, v, dout = (torch.randn(1, 128, 16, 128, device="cuda", dtype=torch.bfloat16) for _ in range(4))
     leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
 
-    def cudnn(a, b, c):
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            return torch.nn.functional.scaled_dot_product_attention(
-                a.transpose(1, 2), b.transpose(1, 2), c.transpose(1, 2)).transpose(1, 2)
+    def cudnn(a, b, c):   # called inside sdpa_kernel(CUDNN_ATTENTION), entered once (as the bench does)
+        return torch.nn.functional.scaled_dot_product_attention(
+            a.transpose(1, 2), b.transpose(1, 2), c.transpose(1, 2)).transpose(1, 2)
+
+    def sdpa(a, b, c):
+        return fa3lite.scaled_dot_product_attention(a.transpose(1, 2), b.transpose(1, 2), c.transpose(1, 2)
+                                                    ).transpose(1, 2)
 
     class Floor(torch.autograd.Function):
         @staticmethod
@@ -63,9 +70,9 @@ def main() -> int:
             body["s"] += time.perf_counter() - t0
             body["n"] += 1
 
-    ops._EagerAttention.backward = staticmethod(timed_backward)
     inner: dict[str, list[float]] = {}
     if args.split:
+        ops._EagerAttention.backward = staticmethod(timed_backward)
         from fa3lite.hopper import bwd as hopper_bwd, fwd as hopper
 
         def wrap(owner, name, label):
@@ -91,10 +98,17 @@ def main() -> int:
     steps = {
         "fa3lite": lambda: torch.autograd.grad(fn(*leaves), leaves, dout),
         "cudnn": lambda: torch.autograd.grad(cudnn(*leaves), leaves, dout),
+        "sdpa": lambda: torch.autograd.grad(sdpa(*leaves), leaves, dout),
         "floor": lambda: torch.autograd.grad(Floor.apply(*leaves), leaves[:1], dout),
         "fa3lite fwd_grad": lambda: fn(*leaves),
         "cudnn fwd_grad": lambda: cudnn(*leaves),
+        "sdpa fwd_grad": lambda: sdpa(*leaves),
+        "fa3lite fwd": lambda: fn(q, k, v),
+        "cudnn fwd": lambda: cudnn(q, k, v),
+        "sdpa fwd": lambda: sdpa(q, k, v),
     }
+    backend = sdpa_kernel(SDPBackend.CUDNN_ATTENTION)
+    backend.__enter__()
     samples: dict[str, list[float]] = {}
     calls = 200
     for step in steps.values():
@@ -104,7 +118,7 @@ def main() -> int:
         for here in (False, True):
             with torch.autograd.set_multithreading_enabled(not here):
                 for name, step in steps.items():
-                    if here and "fwd_grad" in name:
+                    if here and "fwd" in name:
                         continue
                     body.update(s=0.0, n=0)
                     inner.clear()
@@ -116,12 +130,13 @@ def main() -> int:
                     torch.cuda.synchronize()
                     label = name + (", engine here" if here else "")
                     samples.setdefault(label, []).append(us)
-                    if name == "fa3lite":
+                    if name == "fa3lite" and args.split:
                         key = "fa3lite body" + (", engine here" if here else "")
                         samples.setdefault(key, []).append(body["s"] / max(body["n"], 1) * 1e6)
                         for label, (secs, n) in inner.items():   # per backward call
                             samples.setdefault(f"  {label} x{n // calls}" + (", engine here" if here else ""),
                                                []).append(secs / calls * 1e6)
+    backend.__exit__(None, None, None)
     result = {name: statistics.median(v) for name, v in samples.items()}
     result = {"device": torch.cuda.get_device_name(), "rounds": args.rounds,
               "host_us": {k: round(v, 1) for k, v in result.items()}}
