@@ -95,35 +95,6 @@ def main() -> int:
         sdpa = host_us(lambda: fa3lite.scaled_dot_product_attention(qt, kt, vt))
         op = host_us(lambda: torch.ops.fa3lite.fwd(q, k, v, 128 ** -0.5, False, 0))
 
-    # Calibration in the same process: the same step through torch's cuDNN SDPA (the bench's adapter
-    # transposes), autograd's engine on this thread instead of its device thread, and a Python
-    # autograd.Function that launches one elementwise kernel each way (the floor of any Python node).
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    def cudnn(a, b, c):
-        return torch.nn.functional.scaled_dot_product_attention(
-            a.transpose(1, 2), b.transpose(1, 2), c.transpose(1, 2)).transpose(1, 2)
-
-    class Floor(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, a, b, c):
-            return a * 1.0
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 1.0, None, None
-
-    calib = {}
-    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        with torch.no_grad():
-            calib["cudnn fwd"] = host_us(lambda: cudnn(q, k, v))
-        calib["cudnn fwd_grad"] = host_us(lambda: cudnn(*leaves))
-        calib["cudnn fwd_bwd"] = host_us(lambda: torch.autograd.grad(cudnn(*leaves), leaves, dout))
-    calib["python Function floor fwd_bwd"] = host_us(
-        lambda: torch.autograd.grad(Floor.apply(*leaves), leaves[:1], dout))
-    with torch.autograd.set_multithreading_enabled(False):
-        calib["fa3lite fwd_bwd, engine on this thread"] = host_us(
-            lambda: torch.autograd.grad(fn(*leaves), leaves, dout))
     with torch.no_grad():
         sdpa_views = host_us(lambda: fa3lite.scaled_dot_product_attention(
             q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), scale=128 ** -0.5,
@@ -151,7 +122,6 @@ def main() -> int:
         "host_us": {"fwd": fwd, "fwd_grad": fwd_grad, "fwd_bwd": fwd_bwd, "sdpa_fwd": sdpa,
                     "sdpa_fwd on transposed views, scale, backend='fa3lite'": sdpa_views,
                     "op_fwd (torch.ops.fa3lite.fwd)": op, "bwd (ops._bwd_impl, main thread)": bwd},
-        "calibration_us": calib,
         "profiled_us_per_call_by_stage": fwd_stages, "profiled_top": fwd_top,
         "bwd_profiled_us_per_call_by_stage": bwd_stages, "bwd_profiled_top": bwd_top,
         "fwd_bwd_profiled_us_per_call_by_stage": step_stages, "fwd_bwd_profiled_top": step_top,
