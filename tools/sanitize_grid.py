@@ -15,7 +15,8 @@ import sys
 
 import torch
 
-from fa3lite import fallback, hopper, hopper_bwd
+from fa3lite import fallback, hopper
+from fa3lite.hopper import bwd as hopper_bwd
 
 PAIRS = [(1, 1), (1, 239), (239, 1), (113, 203), (130, 77), (300, 300)]
 HEADS = [(4, 4), (4, 1)]

@@ -1,0 +1,37 @@
+"""The scripts in tools/ run on the GPU machine, where an import that no longer resolves costs a
+device call: every fa3lite module and name they import exists (checked statically, on the CPU,
+without running the scripts, some of which need a GPU or arguments at import)."""
+import ast
+import importlib
+import importlib.util
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TOOLS = sorted((ROOT / "tools").glob("*.py"))
+
+
+def _fa3lite_imports(path):
+    """(module, name or None) for every absolute import of fa3lite in a script."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "fa3lite":
+            for alias in node.names:
+                yield node.module, alias.name
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "fa3lite":
+                    yield alias.name, None
+
+
+@pytest.mark.parametrize("path", TOOLS, ids=lambda p: p.name)
+def test_tool_imports_resolve(path):
+    for module, name in _fa3lite_imports(path):
+        mod = importlib.import_module(module)
+        if name is not None:
+            assert hasattr(mod, name) or importlib.util.find_spec(f"{module}.{name}") is not None, \
+                f"{path.name}: `from {module} import {name}`: {module} has no {name}"
+
+
+def test_the_check_sees_the_imports():
+    assert any(_fa3lite_imports(ROOT / "tools" / "sanitize_grid.py"))
