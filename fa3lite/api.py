@@ -44,11 +44,12 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=Fal
         fa3lite.InputError (a ValueError and a TypeError) listing every invalid argument.
     """
     key = callkey.flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend)
-    plan = callkey.plan(key)
+    found = callkey.find(key)
+    checked = found is not callkey.MISSING
+    plan = found if checked else None
     if plan is not None and not ops.autograd_needed(q, k, v):
         out, lse = plan(q, k, v)        # a repeat of a call that ran on the kernels: straight to its launch
         return (out, lse) if return_lse else out
-    checked = callkey.passed(key)
     if not checked:
         problems = checks.attention_problems(q, k, v)
         problems += checks.scale_problems("softmax_scale", softmax_scale)
@@ -88,9 +89,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     reasons once), so results and errors are torch's.
     """
     call = callkey.sdpa_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend)
-    if callkey.passed(call):
+    found = callkey.find(call)
+    if found is not callkey.MISSING:
         if query.dim() == 4:
-            plan = callkey.plan(call)
+            plan = found
             softmax_scale = query.shape[3] ** -0.5 if scale is None else scale
             if not ops.autograd_needed(query, key, value):
                 if plan is not None:

@@ -15,6 +15,7 @@ torch.compile traces) takes the full checks every time.
     op_key(name, tensors, scalars) -> key or None   (the custom ops, called directly or from compiled code)
     passed(key) -> bool;  remember(key)
     plan(key) -> the kernels' launch plan attached to a remembered key, or None;  attach(key, plan)
+    find(key) -> MISSING for a key never remembered, else its plan or None (one lookup for both)
 
 A key also carries FA3LITE_DEBUG (it selects other kernels), so an attached plan always matches the
 build the environment asks for.
@@ -92,6 +93,15 @@ def remember(key) -> None:
 
 def plan(key):
     return _passed.get(key) if key is not None else None
+
+
+MISSING = object()
+
+
+def find(key):
+    """MISSING when ``key`` was never remembered (or is None), else the plan attached to it or None:
+    passed() and plan() in one lookup, for the hot path."""
+    return _passed.get(key, MISSING) if key is not None else MISSING
 
 
 def attach(key, launch_plan) -> None:

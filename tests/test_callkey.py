@@ -262,3 +262,17 @@ def test_sdpa_with_autograd_records_one_node_in_torch_layout(kernels_on_cpu):
         for got, exp in zip(torch.autograd.grad(out, (q, k, v), dout), want_grads):
             assert got.shape == exp.shape and torch.equal(got, exp)
     assert len(kernels_on_cpu) == 1                         # checked once
+
+
+def test_find_tells_never_seen_from_remembered_with_or_without_a_plan():
+    callkey.forget()
+    q, k, v = _qkv()
+    key = _key(q, k, v)
+    assert callkey.find(None) is callkey.MISSING and callkey.find(key) is callkey.MISSING
+    callkey.remember(key)
+    assert callkey.find(key) is None and callkey.passed(key)
+    marker = object()
+    callkey.attach(key, marker)
+    assert callkey.find(key) is marker and callkey.plan(key) is marker
+    callkey.forget()
+    assert callkey.find(key) is callkey.MISSING

@@ -73,7 +73,8 @@ def main() -> int:
     inner: dict[str, list[float]] = {}
     if args.split:
         ops._EagerAttention.backward = staticmethod(timed_backward)
-        from fa3lite.hopper import bwd as hopper_bwd, fwd as hopper
+        import fa3lite.hopper as hopper
+        from fa3lite.hopper import bwd as hopper_bwd
 
         def wrap(owner, name, label):
             real = getattr(owner, name)
@@ -88,7 +89,7 @@ def main() -> int:
                     inner[label][1] += 1
             setattr(owner, name, timed)
 
-        for owner, name in ((ops, "_grads"), (ops, "_bwd_impl"), (hopper, "backward"), (hopper_bwd, "backward"),
+        for owner, name in ((ops, "_grads"), (ops, "_bwd_impl"), (hopper, "backward"),
                             (hopper_bwd._BwdPlan, "__call__"), (hopper_bwd._BwdPlan, "_launch"),
                             (hopper_bwd._BwdPlan, "_buffer"), (hopper_bwd.launch, "launch_current"),
                             (torch, "empty")):
