@@ -91,25 +91,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     call = callkey.sdpa_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend)
     found = callkey.find(call)
     if found is not callkey.MISSING:
-        if query.dim() == 4:
-            plan = found
-            softmax_scale = query.shape[3] ** -0.5 if scale is None else scale
-            if not ops.autograd_needed(query, key, value):
-                if plan is not None:
-                    return plan(query, key, value)[0]   # a repeat of a call that ran on the kernels
-                out = ops.forward_bhsd(query, key, value, softmax_scale, is_causal, backend)
-            else:
-                # torch's layout straight into the autograd node: no view op of the inputs or of
-                # out lands in the graph (each would be a node of its own in the backward)
-                deterministic = torch.are_deterministic_algorithms_enabled()
-                out, _ = ops.attention(query, key, value, softmax_scale, is_causal, 0, deterministic, backend,
-                                       True, plan, bhsd=True)
-            if out is not None:
-                if plan is None:
-                    callkey.attach(call, ops.forward_plan(query, key, value, softmax_scale, is_causal, 0,
-                                                          bhsd=True))
-                return out
-        return _fa3lite_sdpa(query, key, value, is_causal, scale, backend, True)
+        if found is not None and not ops.autograd_needed(query, key, value):
+            return found(query, key, value)[0]   # a repeat of a call that ran on the kernels
+        out = _fa3lite_sdpa(query, key, value, is_causal, scale, backend, True, found)
+        if found is None and query.dim() == 4:   # attach once (3-D calls go through views, no plan)
+            softmax_scale = query.shape[3] ** -0.5 if scale is None else float(scale)
+            callkey.attach(call, ops.forward_plan(query, key, value, softmax_scale, is_causal, 0, bhsd=True))
+        return out
     checks.raise_if_any(checks.backend_problems(backend), "scaled_dot_product_attention")
     if backend != "torch":
         reasons = checks.sdpa_unsupported(query, key, value, attn_mask, dropout_p, enable_gqa)
@@ -135,16 +123,19 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return out
 
 
-def _fa3lite_sdpa(query, key, value, is_causal, scale, backend, checked):
-    """Validated (B, H, S, D) or (B, S, D) tensors through fa3lite's forward as (B, S, H, D) views;
-    returns a (B, H, Sq, D) view (or (B, Sq, D))."""
+def _fa3lite_sdpa(query, key, value, is_causal, scale, backend, checked, plan=None):
+    """Validated (B, H, S, D) or (B, S, D) tensors through fa3lite's forward: 4-D ones as they are
+    (torch's layout straight into the autograd node: no view op of the inputs or of out lands in the
+    graph, each would be a node of its own in the backward; ``plan``: the torch-layout launch plan
+    attached to the call's signature), 3-D ones and anything while torch.compile traces as
+    (B, S, H, D) views. Returns a (B, H, Sq, D) view (or (B, Sq, D))."""
     three_d = query.dim() == 3
     softmax_scale = query.shape[-1] ** -0.5 if scale is None else float(scale)
     # torch's is_causal is top-left aligned: causal_offset 0 whatever Sq and Sk.
     deterministic = torch.are_deterministic_algorithms_enabled()
     if not three_d and not torch.compiler.is_compiling():
         return ops.attention(query, key, value, softmax_scale, is_causal, 0, deterministic, backend, checked,
-                             bhsd=True)[0]
+                             plan, bhsd=True)[0]
     q, k, v = (t.unsqueeze(2) if three_d else t.transpose(1, 2) for t in (query, key, value))
     out, _ = ops.attention(q, k, v, softmax_scale, is_causal, 0, deterministic, backend, checked)
     return out.squeeze(2) if three_d else out.transpose(1, 2)

@@ -108,15 +108,6 @@ def forward_plan(q, k, v, softmax_scale: float, causal: bool, causal_offset: int
     return find(q, k, v, softmax_scale, causal, causal_offset, bhsd) if find is not None else None
 
 
-def forward_bhsd(query, key, value, softmax_scale: float, causal: bool, backend: str):
-    """out (B, Hq, Sq, D) from the kernels for (B, H, S, D) inputs of a call whose signature passed
-    every check (fa3lite.callkey), top-left causal, no autograd; None when the kernels' runtime
-    failed and the caller should take the general path (which falls back or raises)."""
-    module = _hopper()
-    result = _on_kernels(backend, lambda: module.forward_bhsd(query, key, value, softmax_scale, causal))
-    return None if result is None else result[0]
-
-
 def _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic=False, backend="auto",
               checked=False):
     """The forward both entry points run, on validated arguments (see attention()). ``checked``: the

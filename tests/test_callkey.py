@@ -153,7 +153,7 @@ def test_forward_mode_ad_still_goes_through_autograd(kernels_on_cpu):
 def test_sdpa_fast_path_matches(kernels_on_cpu):
     q, k, v = (t.transpose(1, 2) for t in _qkv())
     first = fa3lite.scaled_dot_product_attention(q, k, v, is_causal=True)
-    again = fa3lite.scaled_dot_product_attention(q, k, v, is_causal=True)      # no grad: forward_bhsd
+    again = fa3lite.scaled_dot_product_attention(q, k, v, is_causal=True)      # no grad: forward_bhsd plan
     assert torch.equal(first, again) and len(kernels_on_cpu) == 1
     leaves = [t.detach().requires_grad_() for t in (q, k, v)]
     with_grad = fa3lite.scaled_dot_product_attention(*leaves, is_causal=True)  # autograd: the op path
