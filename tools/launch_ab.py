@@ -44,7 +44,7 @@ def main() -> None:
     f_arg, s_arg, argv_arg = ctypes.c_void_p(kernel.handle), ctypes.c_void_p(stream), ctypes.cast(argv, ctypes.c_void_p)
     one = ctypes.c_uint(1)
     cu_f, cu_s = cu.CUfunction(kernel.handle), cu.CUstream(stream)
-    addr = ctypes.addressof(argv)
+    addr = launch._staging.argv_addr
 
     ways = {
         "ctypes": lambda: typed(kernel.handle, 1, 1, 1, 256, 1, 1, 0, stream, argv, None),

@@ -45,16 +45,6 @@ __device__ __forceinline__ void add_dq_tile(float* dst, int wg, int tid, const f
   }
 }
 
-__device__ __forceinline__ i64 dq_block(const BwdParams& p, const BwdTile& t, int m) {
-  return (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.num_m_blocks + m;
-}
-
-// The warpgroups add disjoint columns, so in deterministic mode each keeps its own turn counter and
-// never waits for the other: only for the same warpgroup of the key block before.
-__device__ __forceinline__ i32* dq_turn_counter(const BwdParams& p, const BwdTile& t, int m, int wg) {
-  return p.dq_sem + dq_block(p, t, m) * kSemsPerBlock + wg;
-}
-
 __device__ __forceinline__ u32 dq_turn_barrier(int wg) {
   return static_cast<u32>(wg == 0 ? NamedBarrier::kDqTurnWg0 : NamedBarrier::kDqTurnWg1);
 }

@@ -32,6 +32,19 @@
 
 namespace fa3lite { namespace attn { namespace bwd {
 
+// Index of query block m of this CTA's (batch, head) among all query blocks: its dQ accumulator
+// starts at dq_accum + dq_block * kDqBlockFloats.
+__device__ __forceinline__ i64 dq_block(const BwdParams& p, const BwdTile& t, int m) {
+  return (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.num_m_blocks + m;
+}
+
+// Deterministic turn counter `slot` of query block m: narrow, one per block (the writer warp adds the
+// whole tile); wide, one per consumer warpgroup, which add disjoint columns and so never wait for
+// each other, only for the same warpgroup of the key block before.
+__device__ __forceinline__ i32* dq_turn_counter(const BwdParams& p, const BwdTile& t, int m, int slot) {
+  return p.dq_sem + dq_block(p, t, m) * kSemsPerBlock + slot;
+}
+
 // Store one warpgroup's dQ tile (kBlockM x kDqN, accumulator layout) into `region` of buffer `buf`,
 // as tile g.
 __device__ __forceinline__ void store_dq_tile(const BwdSmem& sm, int buf, int region, int g, int tid,
@@ -63,14 +76,11 @@ __device__ __forceinline__ void wait_turn(const i32* sem, int turn) {
 // whole warp; lane 0 issues the bulk operations.
 __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int buf) {
   const bool leader = threadIdx.x % 32 == 0;
-  const i64 head_row = static_cast<i64>(t.batch) * p.num_heads_q + t.head;
-  float* const accum = p.dq_accum + head_row * p.num_m_blocks * kDqBlockFloats;
-  i32* const sem = p.dq_sem + head_row * p.num_m_blocks;
   for (int m = t.m_begin + buf; m < t.m_end; m += kDqBuffers) {
     named_barrier::sync(dq_full_barrier(buf), kDqSyncThreads);
     if (leader) {
-      float* const dst = accum + static_cast<i64>(m) * kDqBlockFloats;
-      if (p.deterministic) wait_turn(sem + m, dq_turn(p, t, m));
+      float* const dst = p.dq_accum + dq_block(p, t, m) * kDqBlockFloats;
+      if (p.deterministic) wait_turn(dq_turn_counter(p, t, m, 0), dq_turn(p, t, m));
 #pragma unroll
       for (int r = 0; r < kDqRegions; ++r) {
         bulk::reduce_add_f32(dst, sm.dq(buf, r), kDqRegionBytes);
@@ -89,7 +99,7 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem&
     if (leader && p.deterministic) {
       tma::wait_group<0>();                   // the adds are done in global memory ...
       gmem::fence_proxy_async_global();
-      gmem::red_release_add(sem + m, 1);      // ... before the next key block may add
+      gmem::red_release_add(dq_turn_counter(p, t, m, 0), 1);   // ... before the next key block may add
     }
   }
   if (leader) tma::wait_group<0>();

@@ -131,12 +131,19 @@ def pop_context() -> int:
 _functions: dict[int, object] = {}   # CUfunction handle -> its cuda.bindings wrapper
 
 
+@functools.cache
+def _bindings():
+    """cuda.bindings.driver, imported on the first launch (not per launch)."""
+    from cuda.bindings import driver
+
+    return driver
+
+
 def launch(function: int, grid, block: int, smem: int, stream: int, argv: int) -> int:
     """cuLaunchKernel of a kernel with one by-value parameter block; ``argv`` is the address of its
     kernelParams array (one pointer to the block). Returns the CUresult as an int (the caller knows
     the kernel's name for the message)."""
-    from cuda.bindings import driver
-
+    driver = _bindings()
     fn = _functions.get(function)
     if fn is None:
         fn = _functions[function] = driver.CUfunction(function)
