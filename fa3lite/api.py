@@ -20,7 +20,7 @@ from . import callkey, checks, ops
 
 
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=False, return_lse=False,
-                    backend="auto"):
+                    backend="auto", *, window_size=(-1, -1), softcap=0.0, learnable_sink=None):
     """Multi-head attention in the flash_attn layout.
 
     Args:
@@ -34,36 +34,64 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=Fal
         deterministic: deterministic backward (no atomics in the dQ accumulation).
         return_lse: also return the log-sum-exp of the scaled scores.
         backend: "auto", "fa3lite" or "torch" (see the module docstring).
+        window_size: (left, right), sliding-window (local) attention as in FlashAttention: query i
+            sees key j iff i + Sk - Sq - left <= j <= i + Sk - Sq + right, -1 = unbounded on that
+            side; causal=True sets right to 0. (-1, -1): no window.
+        softcap: > 0 caps the scores as in Gemma 2: s = softcap * tanh(softmax_scale * q.k / softcap)
+            before the softmax; 0 = off.
+        learnable_sink: None or a (Hq,) floating-point tensor, one sink logit per query head (as in
+            gpt-oss): every row's softmax denominator gains exp(sink[h]), which carries no value. It
+            gets a gradient when it requires one.
 
     Returns:
         out (B, Sq, Hq, D) contiguous in q's dtype, or (out, lse) with lse (B, Hq, Sq) float32, natural
-        log. Rows with no visible key (also Sk == 0) give out = 0 and lse = -inf. lse carries no
-        gradient. Empty inputs (B, Sq or H = 0) give empty outputs.
+        log (with a sink, the sink's term included). Rows with no visible key (also Sk == 0) give
+        out = 0 and lse = -inf (the sink's logit with a sink). lse carries no gradient. Empty inputs
+        (B, Sq or H = 0) give empty outputs.
 
     Raises:
         fa3lite.InputError (a ValueError and a TypeError) listing every invalid argument.
     """
-    key = callkey.flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend)
+    key = callkey.flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend, window_size,
+                            softcap, learnable_sink)
     found = callkey.find(key)
     checked = found is not callkey.MISSING
     plan = found if checked else None
-    if plan is not None and not ops.autograd_needed(q, k, v):
-        out, lse = plan(q, k, v)        # a repeat of a call that ran on the kernels: straight to its launch
+    if plan is not None and not ops.autograd_needed(q, k, v, learnable_sink):
+        out, lse = plan(q, k, v, ops.kernel_sink(learnable_sink))   # a repeat of a kernel call: its launch
         return (out, lse) if return_lse else out
     if not checked:
         problems = checks.attention_problems(q, k, v)
         problems += checks.scale_problems("softmax_scale", softmax_scale)
         problems += checks.flag_problems(causal=causal, deterministic=deterministic, return_lse=return_lse)
         problems += checks.backend_problems(backend)
+        problems += checks.window_problems(window_size) + checks.softcap_problems(softcap)
+        problems += checks.sink_problems(learnable_sink, q)
         checks.raise_if_any(problems, "flash_attn_func")
     scale = q.shape[3] ** -0.5 if softmax_scale is None else float(softmax_scale)
+    softcap = float(softcap)
     if not checked:
-        checked = ops.remember_if_kernels_take(key, q, k, v, scale, backend)
-    causal_offset = k.shape[1] - q.shape[1] if causal else 0
-    out, lse = ops.attention(q, k, v, scale, causal, causal_offset, deterministic, backend, checked, plan)
+        checked = ops.remember_if_kernels_take(key, q, k, v, scale, backend, softcap)
+    band, causal_offset, local_offset = _band(q.shape[1], k.shape[1], causal, window_size)
+    out, lse = ops.attention(q, k, v, scale, band, causal_offset, deterministic, backend, checked, plan,
+                             local_offset=local_offset, softcap=softcap, sink=learnable_sink)
     if checked and plan is None:    # attach once; a call with autograd reaches here with it attached
-        callkey.attach(key, ops.forward_plan(q, k, v, scale, causal, causal_offset))
+        callkey.attach(key, ops.forward_plan(q, k, v, scale, band, causal_offset, local_offset=local_offset,
+                                             softcap=softcap, sink=learnable_sink))
     return (out, lse) if return_lse else out
+
+
+def _band(seqlen_q: int, seqlen_k: int, causal: bool, window_size) -> tuple[bool, int, int | None]:
+    """flash_attn's (causal, window_size) as the ops take the mask: (causal, causal_offset,
+    local_offset), key j visible to query i iff (not causal or j <= i + causal_offset) and
+    (local_offset is None or j >= i + local_offset); both edges relative to the bottom-right
+    diagonal j = i + Sk - Sq."""
+    left, right = window_size
+    diagonal = seqlen_k - seqlen_q
+    if causal:
+        right = 0
+    upper = right >= 0
+    return upper, diagonal + right if upper else 0, diagonal - left if left >= 0 else None
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,

@@ -10,7 +10,8 @@ str backends): True == 1 and 1.0 == 1 hash alike, so a looser key could let an i
 subclass reuse a verdict that was never given for it. Anything else (and anything while
 torch.compile traces) takes the full checks every time.
 
-    flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend) -> key or None
+    flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend, window_size, softcap,
+              learnable_sink) -> key or None
     sdpa_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend) -> key or None
     op_key(name, tensors, scalars) -> key or None   (the custom ops, called directly or from compiled code)
     passed(key) -> bool;  remember(key)
@@ -30,6 +31,7 @@ _LIMIT = 4096            # keys kept; past it the table starts over (a miss only
 _passed: dict[tuple, object] = {}   # key -> launch plan (None until one is attached)
 _Tensor = torch.Tensor
 _SCALES = (float, type(None))
+_SOFTCAPS = (float, int)
 
 
 def _tensor(t) -> tuple:
@@ -44,13 +46,19 @@ def _exact(flags, scale, backend) -> bool:
             and not torch.compiler.is_compiling())
 
 
-def flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend):
-    """Key of a flash_attn_func call, or None when it cannot have one."""
+def flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend, window_size=(-1, -1),
+              softcap=0.0, learnable_sink=None):
+    """Key of a flash_attn_func call, or None when it cannot have one (window_size must be a tuple of
+    two ints, softcap an int or float, learnable_sink None or a torch.Tensor)."""
     if not _exact((causal, deterministic, return_lse), softmax_scale, backend):
         return None
+    if (type(window_size) is not tuple or len(window_size) != 2 or not all(type(w) is int for w in window_size)
+            or type(softcap) not in _SOFTCAPS):
+        return None
     try:
+        sink = None if learnable_sink is None else _tensor(learnable_sink)
         return ("flash", _tensor(q), _tensor(k), _tensor(v), softmax_scale, causal, deterministic,
-                return_lse, backend, os.environ.get("FA3LITE_DEBUG"))
+                return_lse, backend, window_size, softcap, sink, os.environ.get("FA3LITE_DEBUG"))
     except (TypeError, RuntimeError):
         return None
 

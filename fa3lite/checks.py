@@ -33,7 +33,8 @@ TMA_ALIGN_BYTES = 16
 TMA_MAX_STRIDE_BYTES = 1 << 40
 # The kernels take softmax_scale * log2(e) as a float32: larger magnitudes cannot be represented.
 LOG2E = 1.4426950408889634
-MAX_SCALE = torch.finfo(torch.float32).max / LOG2E
+_F32_MAX = torch.finfo(torch.float32).max
+MAX_SCALE = _F32_MAX / LOG2E
 
 _DIM_NAMES = ("batch", "seqlen", "nheads", "head dim")
 
@@ -165,18 +166,59 @@ def sdpa_problems(query, key, value, dropout_p, is_causal, scale, enable_gqa) ->
     return problems
 
 
-def fwd_op_problems(q, k, v, softmax_scale, backend) -> list[str]:
+def softcap_problems(softcap) -> list[str]:
+    """softcap: a finite real number >= 0 (0 = off). A symbolic value (torch.compile) is checked where
+    it becomes concrete (the op's own checks)."""
+    if isinstance(softcap, bool) or not isinstance(softcap, (int, float, torch.SymInt, torch.SymFloat)):
+        return [f"softcap: expected a finite real number >= 0 (0 = off), got {softcap!r} ({_type_name(softcap)})"]
+    if torch.compiler.is_compiling():
+        return []      # dynamo traces float arguments symbolically; fa3lite::fwd checks the value
+    if not (math.isfinite(softcap) and softcap >= 0):
+        return [f"softcap: expected a finite real number >= 0 (0 = off), got {softcap!r}"]
+    return []
+
+
+def window_problems(window_size) -> list[str]:
+    """window_size: a (left, right) pair of ints, each -1 (unbounded) or >= 0."""
+    if (not isinstance(window_size, (tuple, list)) or len(window_size) != 2
+            or not all(isinstance(w, int) and not isinstance(w, bool) for w in window_size)):
+        return [f"window_size: expected a (left, right) pair of ints, got {window_size!r}"]
+    if any(w < -1 for w in window_size):
+        return [f"window_size: expected each of (left, right) to be -1 (unbounded) or >= 0, got {tuple(window_size)}"]
+    return []
+
+
+def sink_problems(sink, q, name: str = "learnable_sink") -> list[str]:
+    """sink: None or a (Hq,) floating-point tensor on q's device (one logit per query head)."""
+    if sink is None:
+        return []
+    if not isinstance(sink, torch.Tensor):
+        return [f"{name}: expected None or a torch.Tensor of shape (nheads_q,), got {_type_name(sink)}"]
+    problems = []
+    heads = q.shape[2] if isinstance(q, torch.Tensor) and q.dim() == 4 else None
+    if sink.dim() != 1 or (heads is not None and sink.shape[0] != heads):
+        want = f"({heads},) (q's nheads)" if heads is not None else "(nheads_q,)"
+        problems.append(f"{name}.shape: expected {want}, got {_shape(sink)}")
+    if not sink.dtype.is_floating_point:
+        problems.append(f"{name}.dtype: expected a floating-point dtype, got {sink.dtype}")
+    if isinstance(q, torch.Tensor) and sink.device != q.device:
+        problems.append(f"{name}.device: expected q's device ({q.device}), got {sink.device}")
+    return problems
+
+
+def fwd_op_problems(q, k, v, softmax_scale, backend, softcap=0.0, sink=None) -> list[str]:
     """Every problem with the arguments of the custom op fa3lite::fwd (flash_attn layout), which may be
     called directly: the same rules as flash_attn_func. (The dispatcher has already checked each
     argument's type against the op's schema.)"""
     problems = attention_problems(q, k, v) + scale_problems("softmax_scale", softmax_scale)
+    problems += softcap_problems(softcap) + sink_problems(sink, q, "sink")
     return problems + backend_problems(backend)
 
 
-def bwd_op_problems(dout, q, k, v, out, lse, softmax_scale, backend) -> list[str]:
+def bwd_op_problems(dout, q, k, v, out, lse, softmax_scale, backend, softcap=0.0, sink=None) -> list[str]:
     """Every problem with the arguments of the custom op fa3lite::bwd: fwd's rules for (q, k, v), plus
     dout and out shaped (B, Sq, Hq, D) like q in q's dtype, lse (B, Hq, Sq) float32, all on q's device."""
-    problems = fwd_op_problems(q, k, v, softmax_scale, backend)
+    problems = fwd_op_problems(q, k, v, softmax_scale, backend, softcap, sink)
     if not isinstance(q, torch.Tensor) or q.dim() != 4:
         for name, t in (("dout", dout), ("out", out), ("lse", lse)):
             if not isinstance(t, torch.Tensor):
@@ -268,12 +310,13 @@ def layout_reasons(name: str, t: torch.Tensor) -> list[str]:
     return reasons
 
 
-def kernel_reasons(q, k, v, softmax_scale: float | None = None) -> list[str]:
+def kernel_reasons(q, k, v, softmax_scale: float | None = None, softcap: float = 0.0) -> list[str]:
     """Every reason the Hopper kernels cannot take (q, k, v); empty when they can.
 
     Assumes ``attention_problems`` found nothing (three 4-D tensors of one dtype and device).
     Runs on every call, so it only reads metadata: device, dtype, shape, strides, data_ptr.
-    ``softmax_scale`` (optional) adds the kernels' limit softmax_scale > 0.
+    ``softmax_scale`` (optional) adds the kernels' limit softmax_scale > 0; ``softcap`` (> 0) that the
+    kernels' float32 factors softmax_scale / softcap and softcap * log2(e) are finite.
     """
     reasons = []
     device = q.device
@@ -299,6 +342,10 @@ def kernel_reasons(q, k, v, softmax_scale: float | None = None) -> list[str]:
         reasons.extend(layout_reasons(name, t))
     if softmax_scale is not None and not softmax_scale > 0:
         reasons.append(f"softmax_scale: expected > 0 for the fa3lite kernels, got {softmax_scale}")
+    if softcap > 0 and softmax_scale is not None and not (softmax_scale / softcap <= _F32_MAX
+                                                           and softcap <= MAX_SCALE):
+        reasons.append(f"softcap: expected softmax_scale / softcap and softcap * log2(e) within float32 for "
+                       f"the fa3lite kernels, got softcap {softcap} with softmax_scale {softmax_scale}")
     return reasons
 
 

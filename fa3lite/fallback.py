@@ -4,8 +4,13 @@ Serves CPU tensors, non-Hopper GPUs and every input the Hopper kernels cannot ta
 
 Shapes (flash_attn layout): q (B, Sq, Hq, D), k/v (B, Sk, Hk, D), Hq a multiple of Hk (query head h
 reads key/value head h // (Hq // Hk)); out (B, Sq, Hq, D) contiguous in q's dtype; lse (B, Hq, Sq)
-float32 contiguous, natural log. Causal: key j is visible to query i iff j <= i + causal_offset.
-Rows with no visible key (also Sk == 0) give out = 0 and lse = -inf, and zero gradients.
+float32 contiguous, natural log. Causal: key j is visible to query i iff j <= i + causal_offset;
+local_offset (None: no lower edge): only if also j >= i + local_offset (a sliding window's band).
+softcap > 0: scores z = softcap * tanh(softmax_scale * q.k / softcap). sink: None or a (Hq,) tensor of
+learnable sink logits, one extra term exp(sink[h]) in every row's softmax denominator (so lse
+includes it) that contributes no value.
+Rows with no visible key (also Sk == 0) give out = 0 and lse = -inf (the sink's logit with a sink),
+and zero gradients.
 
 Scores are computed in float32 (float64 for float64 inputs), a block of query rows at a time, so the
 scores never take more than about ``_BLOCK_ELEMENTS`` elements whatever the sequence length. Autocast
@@ -68,18 +73,37 @@ def _row_blocks(q: torch.Tensor, k: torch.Tensor):
     return [(start, min(start + rows, sq)) for start in range(0, sq, rows)]
 
 
-def _probabilities(q_blk, kg, start, softmax_scale, causal, causal_offset):
-    """Softmax probabilities P (B, Hk, G, rows, Sk) and lse (B, Hk, G, rows) of one query block."""
+def _sink_grouped(sink, hk: int, dtype: torch.dtype):
+    """(Hq,) -> (1, Hk, G, 1) in ``dtype``: broadcasts over batch and rows; head h = kv_head * G + g."""
+    return sink.to(dtype).reshape(1, hk, -1, 1)
+
+
+def _probabilities(q_blk, kg, start, softmax_scale, causal, causal_offset, local_offset=None, softcap=0.0,
+                   sink=None):
+    """Softmax probabilities P (B, Hk, G, rows, Sk), lse (B, Hk, G, rows) of one query block, and with
+    softcap the derivative of the softcapped score by the scaled one, 1 - tanh^2 (else None). ``sink``
+    grouped as _sink_grouped gives it."""
     scores = torch.matmul(q_blk, kg.transpose(-1, -2)) * softmax_scale
-    if causal:
+    dtanh = None
+    if softcap > 0:
+        t = torch.tanh(scores / softcap)
+        scores, dtanh = t * softcap, 1 - t * t
+    if causal or local_offset is not None:
         rows = torch.arange(start, start + q_blk.shape[-2], device=q_blk.device)
         cols = torch.arange(kg.shape[-2], device=q_blk.device)
-        visible = cols[None, :] <= rows[:, None] + causal_offset
+        dist = cols[None, :] - rows[:, None]
+        visible = torch.ones_like(dist, dtype=torch.bool)
+        if causal:
+            visible &= dist <= causal_offset
+        if local_offset is not None:
+            visible &= dist >= local_offset
         scores = scores.masked_fill(~visible, -math.inf)
     lse = torch.logsumexp(scores, dim=-1)
+    if sink is not None:
+        lse = torch.logaddexp(lse, sink)
     # Fully masked rows have lse = -inf; subtracting 0 instead keeps exp(-inf) = 0 rather than NaN.
     shift = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)
-    return torch.exp(scores - shift.unsqueeze(-1)), lse
+    return torch.exp(scores - shift.unsqueeze(-1)), lse, dtanh
 
 
 def is_empty(q: torch.Tensor, k: torch.Tensor) -> bool:
@@ -88,18 +112,23 @@ def is_empty(q: torch.Tensor, k: torch.Tensor) -> bool:
 
 
 @_without_autocast
-def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
+def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, local_offset: int | None = None,
+            softcap: float = 0.0, sink=None):
     """Attention forward. Returns (out (B, Sq, Hq, D) in q.dtype, lse (B, Hq, Sq) float32)."""
     b, sq, hq, d = q.shape
     if is_empty(q, k):
         out = torch.zeros((b, sq, hq, d), dtype=q.dtype, device=q.device)
+        if sink is not None:
+            return out, sink.to(torch.float32).reshape(1, hq, 1).expand(b, hq, sq).contiguous()
         return out, torch.full((b, hq, sq), -math.inf, dtype=torch.float32, device=q.device)
     cdt = _compute_dtype(q.dtype)
     groups = hq // k.shape[2]
     qg, kg, vg = _heads_grouped(q, groups, cdt), _kv_grouped(k, cdt), _kv_grouped(v, cdt)
+    sg = _sink_grouped(sink, k.shape[2], cdt) if sink is not None else None
     out_blocks, lse_blocks = [], []
     for start, stop in _row_blocks(q, k):
-        p, lse_blk = _probabilities(qg[..., start:stop, :], kg, start, softmax_scale, causal, causal_offset)
+        p, lse_blk, _ = _probabilities(qg[..., start:stop, :], kg, start, softmax_scale, causal, causal_offset,
+                                       local_offset, softcap, sg)
         out_blocks.append(torch.matmul(p, vg))
         lse_blocks.append(lse_blk)
     out = _ungroup(torch.cat(out_blocks, dim=-2), q.dtype)
@@ -109,16 +138,21 @@ def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
 
 @_without_autocast
 def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal_offset: int,
-             need_dq: bool = True, need_dkv: bool = True):
+             need_dq: bool = True, need_dkv: bool = True, local_offset: int | None = None, softcap: float = 0.0,
+             sink=None):
     """Attention backward. Returns (dq, dk, dv), contiguous, shaped and typed like q, k, v; dq is None
-    without ``need_dq``, dk and dv None without ``need_dkv`` (their matmuls are skipped).
+    without ``need_dq``, dk and dv None without ``need_dkv`` (their matmuls are skipped). With a
+    sink, (dq, dk, dv, dsink): dsink (Hq,) in the sink's dtype, -sum over batch and rows of
+    exp(sink - lse) * rowsum(dout * out).
 
     ``out`` enters through rowsum(dout * out), as in the kernels. ``lse`` is recomputed in the compute
     dtype instead of read back, so float64 inputs get float64-accurate gradients.
     """
     if is_empty(q, k):
         zeros = tuple(torch.zeros(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
-        return zeros[0] if need_dq else None, *(zeros[1:] if need_dkv else (None, None))
+        grads = (zeros[0] if need_dq else None, *(zeros[1:] if need_dkv else (None, None)))
+        # no query: no row; no key: out = 0, so dpsum = 0 in every row
+        return grads if sink is None else grads + (torch.zeros_like(sink),)
     del lse  # recomputed per block, see the docstring
     cdt = _compute_dtype(q.dtype)
     groups = q.shape[2] // k.shape[2]
@@ -127,21 +161,31 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
     dpsum = (dog * og).sum(dim=-1)  # (B, Hk, G, Sq)
     dkg = torch.zeros(kg.shape[:2] + kg.shape[3:], dtype=cdt, device=q.device)  # (B, Hk, Sk, D)
     dvg = torch.zeros_like(dkg)
+    sg = _sink_grouped(sink, k.shape[2], cdt) if sink is not None else None
+    dsink = torch.zeros_like(sg) if sink is not None else None
     dq_blocks = []
     for start, stop in _row_blocks(q, k):
         q_blk, do_blk = qg[..., start:stop, :], dog[..., start:stop, :]
-        p, _ = _probabilities(q_blk, kg, start, softmax_scale, causal, causal_offset)
+        p, lse_blk, dtanh = _probabilities(q_blk, kg, start, softmax_scale, causal, causal_offset, local_offset,
+                                           softcap, sg)
         if need_dkv:
             dvg = dvg + torch.matmul(p.transpose(-1, -2), do_blk).sum(dim=2)
         dp = torch.matmul(do_blk, vg.transpose(-1, -2))
         ds = p * (dp - dpsum[..., start:stop].unsqueeze(-1))
+        if dtanh is not None:
+            ds = ds * dtanh
+        if sink is not None:
+            # the sink's probability exp(sink - lse) times its dP (0: no value) minus dpsum
+            dsink = dsink - (torch.exp(sg - lse_blk) * dpsum[..., start:stop]).sum(dim=(0, 3), keepdim=True)
         if need_dq:
             dq_blocks.append(torch.matmul(ds, kg) * softmax_scale)
         if need_dkv:
             dkg = dkg + torch.matmul(ds.transpose(-1, -2), q_blk).sum(dim=2) * softmax_scale
     dq = _ungroup(torch.cat(dq_blocks, dim=-2), q.dtype) if need_dq else None
-    if not need_dkv:
-        return dq, None, None
-    dk = dkg.permute(0, 2, 1, 3).to(k.dtype).contiguous()
-    dv = dvg.permute(0, 2, 1, 3).to(v.dtype).contiguous()
-    return dq, dk, dv
+    dk = dv = None
+    if need_dkv:
+        dk = dkg.permute(0, 2, 1, 3).to(k.dtype).contiguous()
+        dv = dvg.permute(0, 2, 1, 3).to(v.dtype).contiguous()
+    if sink is None:
+        return dq, dk, dv
+    return dq, dk, dv, dsink.reshape(-1).to(sink.dtype)

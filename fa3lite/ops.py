@@ -8,11 +8,16 @@ fallback happens inside the real implementations, on real tensors, so it also ho
 so each validates its arguments first (InputError naming every problem).
 
 fwd(q (B, Sq, Hq, D), k (B, Sk, Hk, D), v (B, Sk, Hk, D), softmax_scale, causal, causal_offset,
-    deterministic, backend) -> (out (B, Sq, Hq, D) contiguous in q.dtype, lse (B, Hq, Sq) fp32 contiguous)
+    deterministic, backend, local_offset=None, softcap=0.0, sink=None)
+    -> (out (B, Sq, Hq, D) contiguous in q.dtype, lse (B, Hq, Sq) fp32 contiguous)
 bwd(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic, backend,
-    need_dq=True, need_dkv=True)
-    -> (dq, dk, dv) contiguous, shaped and typed like q, k, v; a gradient that is not needed
-       (need_dq / need_dkv False) comes back as an empty tensor of shape (0,) and costs nothing.
+    need_dq=True, need_dkv=True, local_offset=None, softcap=0.0, sink=None)
+    -> (dq, dk, dv, dsink) contiguous, shaped and typed like q, k, v, sink; a gradient that is not
+       needed (need_dq / need_dkv False, no sink) comes back as an empty tensor of shape (0,) and
+       costs nothing.
+Mask: key j visible to query i iff (not causal or j <= i + causal_offset) and (local_offset is None or
+j >= i + local_offset). softcap > 0: scores z = softcap * tanh(softmax_scale * q.k / softcap). sink:
+None or (Hq,) learnable sink logits (fa3lite.fallback's docstring has the math); it gets a gradient.
 ``deterministic`` is unused by fwd; it sits in fwd's schema so the autograd formula can pass it on.
 ``lse`` is not differentiable (as in torch's own flash attention): its gradient is not propagated.
 
@@ -53,7 +58,7 @@ def _hopper():
     return _hopper_module
 
 
-def _kernel_module(q, k, v, softmax_scale: float, backend: str, entry: str):
+def _kernel_module(q, k, v, softmax_scale: float, backend: str, entry: str, softcap: float = 0.0):
     """fa3lite.hopper when its ``entry`` ("forward"/"backward") can run these inputs, else None.
 
     backend "torch" -> None; "fa3lite" -> raises InputError listing every reason the kernels cannot;
@@ -61,7 +66,7 @@ def _kernel_module(q, k, v, softmax_scale: float, backend: str, entry: str):
     """
     if backend == "torch":
         return None
-    reasons = checks.kernel_reasons(q, k, v, softmax_scale)
+    reasons = checks.kernel_reasons(q, k, v, softmax_scale, softcap)
     module = None
     if not reasons:
         module = _hopper()
@@ -92,32 +97,41 @@ def _on_kernels(backend: str, run):
         return None
 
 
-def kernels_take(q, k, v, softmax_scale: float) -> bool:
+def kernels_take(q, k, v, softmax_scale: float, softcap: float = 0.0) -> bool:
     """Whether the Hopper kernels take these validated inputs (no kernel reason, something to compute,
     fa3lite.hopper importable): the verdict a call signature remembered in fa3lite.callkey stands for."""
-    if checks.kernel_reasons(q, k, v, softmax_scale) or fallback.is_empty(q, k):
+    if checks.kernel_reasons(q, k, v, softmax_scale, softcap) or fallback.is_empty(q, k):
         return False
     module = _hopper()
     return all(callable(getattr(module, entry, None)) for entry in ("forward", "backward"))
 
 
-def forward_plan(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False):
+def forward_plan(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False,
+                 local_offset: int | None = None, softcap: float = 0.0, sink=None):
     """The kernels' launch plan for this forward signature, once a call built one (else None)."""
     module = _hopper()
     find = getattr(module, "forward_plan", None)
-    return find(q, k, v, softmax_scale, causal, causal_offset, bhsd) if find is not None else None
+    if find is None:
+        return None
+    return find(q, k, v, softmax_scale, causal, causal_offset, bhsd, local_offset, softcap, sink)
+
+
+def kernel_sink(sink):
+    """The sink as the kernels read it: (Hq,) float32 contiguous (the same tensor when it is one)."""
+    return None if sink is None else sink.to(torch.float32).contiguous()
 
 
 def _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic=False, backend="auto",
-              checked=False):
+              checked=False, local_offset=None, softcap=0.0, sink=None):
     """The forward both entry points run, on validated arguments (see attention()). ``checked``: the
     caller established kernels_take for these inputs."""
-    module = _hopper() if checked else _kernel_module(q, k, v, softmax_scale, backend, "forward")
+    module = _hopper() if checked else _kernel_module(q, k, v, softmax_scale, backend, "forward", softcap)
     if module is not None:
-        result = _on_kernels(backend, lambda: module.forward(q, k, v, softmax_scale, causal, causal_offset))
+        result = _on_kernels(backend, lambda: module.forward(q, k, v, softmax_scale, causal, causal_offset,
+                                                             local_offset, softcap, kernel_sink(sink)))
         if result is not None:
             return result      # fresh contiguous tensors
-    out, lse = fallback.forward(q, k, v, softmax_scale, causal, causal_offset)
+    out, lse = fallback.forward(q, k, v, softmax_scale, causal, causal_offset, local_offset, softcap, sink)
     # The fake promises contiguous results; compiled code relies on those strides.
     return out.contiguous(), lse.contiguous()
 
@@ -136,48 +150,62 @@ def _fwd_bhsd_impl(q, k, v, softmax_scale, causal, deterministic=False, backend=
 
 
 def _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic=False,
-              backend="auto", need_dq=True, need_dkv=True, checked=False, fwd_plan=None):
-    """(dq, dk, dv) on validated arguments; a gradient that is not needed is None. ``checked``: the
-    forward established kernels_take for (q, k, v); ``fwd_plan``: the launch plan that made out and
-    lse from them (hopper.backward then finds its plan under a short key)."""
-    module = _hopper() if checked else _kernel_module(q, k, v, softmax_scale, backend, "backward")
+              backend="auto", need_dq=True, need_dkv=True, checked=False, fwd_plan=None, local_offset=None,
+              softcap=0.0, sink=None):
+    """(dq, dk, dv, dsink) on validated arguments; a gradient that is not needed (dsink: no sink) is
+    None. ``checked``: the forward established kernels_take for (q, k, v); ``fwd_plan``: the launch
+    plan that made out and lse from them (hopper.backward then finds its plan under a short key)."""
+    module = _hopper() if checked else _kernel_module(q, k, v, softmax_scale, backend, "backward", softcap)
     result = None
     if module is not None:
         # dout comes from whatever follows attention: a layout the tensor maps cannot take is copied
         # by the kernels' host side (hopper.bwd), which beats the slow path.
         result = _on_kernels(backend, lambda: module.backward(
             dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
-            need_dq=need_dq, need_dkv=need_dkv, fwd_plan=fwd_plan))
-    if result is not None:
-        return result          # fresh contiguous tensors
-    result = fallback.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset,
-                               need_dq=need_dq, need_dkv=need_dkv)
-    return tuple(None if g is None else g.contiguous() for g in result)
+            need_dq=need_dq, need_dkv=need_dkv, fwd_plan=fwd_plan, local_offset=local_offset, softcap=softcap,
+            sink=kernel_sink(sink)))
+    if result is None:
+        result = fallback.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset,
+                                   need_dq=need_dq, need_dkv=need_dkv, local_offset=local_offset, softcap=softcap,
+                                   sink=sink)
+        result = tuple(None if g is None else g.contiguous() for g in result)
+    if sink is None:
+        return result + (None,)
+    dq, dk, dv, dsink = result
+    return dq, dk, dv, dsink.to(sink.dtype)
 
 
-def remember_if_kernels_take(key, q, k, v, softmax_scale, backend) -> bool:
+def remember_if_kernels_take(key, q, k, v, softmax_scale, backend, softcap=0.0) -> bool:
     """After a call's checks passed: remember its signature (fa3lite.callkey) when the kernels take
     it, so that the next call with that signature skips the checks. Returns whether they take it."""
-    if key is None or backend == "torch" or not kernels_take(q, k, v, softmax_scale):
+    if key is None or backend == "torch" or not kernels_take(q, k, v, softmax_scale, softcap):
         return False
     callkey.remember(key)
     return True
 
 
+def _op_tensors(tensors, sink):
+    return tensors if sink is None else tensors + (sink,)
+
+
 @torch.library.custom_op(f"{_NAMESPACE}::fwd", mutates_args=())
 def fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
-        causal_offset: int, deterministic: bool = False, backend: str = "auto"
-        ) -> tuple[torch.Tensor, torch.Tensor]:
-    key = callkey.op_key("fwd", (q, k, v), (softmax_scale, causal, causal_offset, deterministic, backend))
+        causal_offset: int, deterministic: bool = False, backend: str = "auto", local_offset: int | None = None,
+        softcap: float = 0.0, sink: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    key = callkey.op_key("fwd", _op_tensors((q, k, v), sink),
+                         (softmax_scale, causal, causal_offset, deterministic, backend, local_offset, softcap,
+                          sink is None))
     checked = callkey.passed(key)
     if not checked:
-        checks.raise_if_any(checks.fwd_op_problems(q, k, v, softmax_scale, backend), "fa3lite::fwd")
-        checked = remember_if_kernels_take(key, q, k, v, softmax_scale, backend)
-    return _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked)
+        checks.raise_if_any(checks.fwd_op_problems(q, k, v, softmax_scale, backend, softcap, sink), "fa3lite::fwd")
+        checked = remember_if_kernels_take(key, q, k, v, softmax_scale, backend, softcap)
+    return _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked,
+                     local_offset, softcap, sink)
 
 
 @fwd.register_fake
-def _fwd_fake(q, k, v, softmax_scale, causal, causal_offset, deterministic=False, backend="auto"):
+def _fwd_fake(q, k, v, softmax_scale, causal, causal_offset, deterministic=False, backend="auto",
+              local_offset=None, softcap=0.0, sink=None):
     b, sq, hq, d = q.shape
     out = q.new_empty((b, sq, hq, d))
     lse = q.new_empty((b, hq, sq), dtype=torch.float32)
@@ -187,67 +215,84 @@ def _fwd_fake(q, k, v, softmax_scale, causal, causal_offset, deterministic=False
 @torch.library.custom_op(f"{_NAMESPACE}::bwd", mutates_args=())
 def bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
         lse: torch.Tensor, softmax_scale: float, causal: bool, causal_offset: int,
-        deterministic: bool = False, backend: str = "auto", need_dq: bool = True, need_dkv: bool = True
-        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    key = callkey.op_key("bwd", (dout, q, k, v, out, lse),
-                         (softmax_scale, causal, causal_offset, deterministic, backend, need_dq, need_dkv))
+        deterministic: bool = False, backend: str = "auto", need_dq: bool = True, need_dkv: bool = True,
+        local_offset: int | None = None, softcap: float = 0.0, sink: torch.Tensor | None = None
+        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    key = callkey.op_key("bwd", _op_tensors((dout, q, k, v, out, lse), sink),
+                         (softmax_scale, causal, causal_offset, deterministic, backend, need_dq, need_dkv,
+                          local_offset, softcap, sink is None))
     checked = callkey.passed(key)
     if not checked:
-        checks.raise_if_any(checks.bwd_op_problems(dout, q, k, v, out, lse, softmax_scale, backend), "fa3lite::bwd")
-        checked = remember_if_kernels_take(key, q, k, v, softmax_scale, backend)
+        checks.raise_if_any(checks.bwd_op_problems(dout, q, k, v, out, lse, softmax_scale, backend, softcap, sink),
+                            "fa3lite::bwd")
+        checked = remember_if_kernels_take(key, q, k, v, softmax_scale, backend, softcap)
     grads = _bwd_impl(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic, backend,
-                      need_dq, need_dkv, checked)
-    return tuple(t.new_empty((0,)) if g is None else g for g, t in zip(grads, (q, k, v)))
+                      need_dq, need_dkv, checked, None, local_offset, softcap, sink)
+    return tuple(t.new_empty((0,)) if g is None else g for g, t in zip(grads, (q, k, v, q)))
 
 
 @bwd.register_fake
 def _bwd_fake(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic=False,
-              backend="auto", need_dq=True, need_dkv=True):
+              backend="auto", need_dq=True, need_dkv=True, local_offset=None, softcap=0.0, sink=None):
     return (q.new_empty(q.shape if need_dq else (0,)), k.new_empty(k.shape if need_dkv else (0,)),
-            v.new_empty(v.shape if need_dkv else (0,)))
+            v.new_empty(v.shape if need_dkv else (0,)),
+            sink.new_empty(sink.shape) if sink is not None else q.new_empty((0,)))
 
 
-def _needs_graph(dout, q, k, v) -> bool:
+def _needs_graph(dout, q, k, v, sink) -> bool:
     """True in a backward with create_graph=True whose gradients must themselves be differentiable."""
     return (torch.is_grad_enabled() and not torch.compiler.is_compiling()
-            and any(t.requires_grad for t in (dout, q, k, v)))
+            and any(t is not None and t.requires_grad for t in (dout, q, k, v, sink)))
 
 
-def _grads(ctx, dout, run_kernels):
-    """The backward formula shared by the custom op and its eager twin: (dq, dk, dv, None x 5), only
-    the gradients ``ctx.needs_input_grad`` asks for. ``ctx.bhsd``: the tensors were saved in torch's
+def _grads(ctx, dout, run_kernels, sink_index):
+    """The backward formula shared by the custom op and its eager twin: (dq, dk, dv, None ..., dsink)
+    with dsink at ``sink_index`` (the sink's position among the Function's inputs), only the
+    gradients ``ctx.needs_input_grad`` asks for. ``ctx.bhsd``: the tensors were saved in torch's
     (B, H, S, D) order (the twin's SDPA path); the kernels take flash_attn's, as plain views here."""
-    q, k, v, out, lse = ctx.saved_tensors
+    q, k, v, out, lse, sink = ctx.saved_tensors
     if ctx.bhsd:
         q, k, v, out, dout = (t.transpose(1, 2) for t in (q, k, v, out, dout))
     need_q, need_k, need_v = ctx.needs_input_grad[:3]
     need_dkv = need_k or need_v
-    if _needs_graph(dout, q, k, v):
-        dq, dk, dv = fallback.backward(dout, q, k, v, out, lse, *ctx.attention_args[:3],
-                                       need_dq=need_q, need_dkv=need_dkv)
+    local_offset, softcap = ctx.mods
+    if _needs_graph(dout, q, k, v, sink):
+        grads = fallback.backward(dout, q, k, v, out, lse, *ctx.attention_args[:3], need_dq=need_q,
+                                  need_dkv=need_dkv, local_offset=local_offset, softcap=softcap, sink=sink)
+        dq, dk, dv, dsink = grads if sink is not None else grads + (None,)
     else:
-        dq, dk, dv = run_kernels(dout, q, k, v, out, lse, *ctx.attention_args, need_q, need_dkv)
+        dq, dk, dv, dsink = run_kernels(dout, q, k, v, out, lse, *ctx.attention_args, need_q, need_dkv,
+                                        local_offset=local_offset, softcap=softcap, sink=sink)
     if ctx.bhsd:
         dq, dk, dv = (None if g is None else g.transpose(1, 2) for g in (dq, dk, dv))
-    return (dq if need_q else None, dk if need_k else None, dv if need_v else None,
-            None, None, None, None, None)
+    # one gradient per input the call passed (a custom op's ctx counts only those, not defaults)
+    grads = [None] * len(ctx.needs_input_grad)
+    grads[:3] = dq if need_q else None, dk if need_k else None, dv if need_v else None
+    if sink_index < len(grads) and ctx.needs_input_grad[sink_index]:
+        grads[sink_index] = dsink
+    return tuple(grads)
 
 
-def _op_grads(dout, q, k, v, out, lse, *args):
-    return torch.ops.fa3lite.bwd(dout, q, k, v, out, lse, *args)
+def _op_grads(dout, q, k, v, out, lse, *args, local_offset, softcap, sink):
+    dq, dk, dv, dsink = torch.ops.fa3lite.bwd(dout, q, k, v, out, lse, *args, local_offset, softcap, sink)
+    return dq, dk, dv, dsink if sink is not None else None
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, softmax_scale, causal, causal_offset, deterministic, backend = inputs
+    q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, local_offset, softcap, sink = inputs
     out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse)
+    ctx.save_for_backward(q, k, v, out, lse, sink)
     ctx.attention_args = (softmax_scale, causal, causal_offset, deterministic, backend)
+    ctx.mods = (local_offset, softcap)
     ctx.bhsd = False
     ctx.mark_non_differentiable(lse)
 
 
+_OP_SINK_INDEX = 10   # sink's position among fa3lite::fwd's arguments
+
+
 def _backward(ctx, dout, dlse):
-    return _grads(ctx, dout, _op_grads)
+    return _grads(ctx, dout, _op_grads, _OP_SINK_INDEX)
 
 
 fwd.register_autograd(_backward, setup_context=_setup_context)
@@ -263,26 +308,31 @@ class _EagerAttention(torch.autograd.Function):
     q, k, v (and so out and the gradients) in torch's (B, H, S, D) order, as SDPA takes them, so
     that no view op of the caller's tensors lands in the autograd graph (a node each)."""
 
+    SINK_INDEX = 13   # sink's position among forward's arguments after ctx
+
     @staticmethod
-    def forward(ctx, q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked, plan, bhsd):
+    def forward(ctx, q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked, plan, bhsd,
+                local_offset, softcap, sink):
         if plan is not None:
-            out, lse = plan(q, k, v)
+            out, lse = plan(q, k, v, kernel_sink(sink))
         elif bhsd:
             out, lse = _fwd_bhsd_impl(q, k, v, softmax_scale, causal, deterministic, backend, checked)
         else:
-            out, lse = _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked)
-        ctx.save_for_backward(q, k, v, out, lse)
+            out, lse = _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked,
+                                 local_offset, softcap, sink)
+        ctx.save_for_backward(q, k, v, out, lse, sink)
         ctx.attention_args = (softmax_scale, causal, causal_offset, deterministic, backend)
+        ctx.mods = (local_offset, softcap)
         ctx.checked, ctx.plan, ctx.bhsd = checked, plan, bhsd
         ctx.mark_non_differentiable(lse)
         return out, lse
 
     @staticmethod
     def backward(ctx, dout, dlse):
-        def kernels(*args):
-            return _bwd_impl(*args, checked=ctx.checked, fwd_plan=ctx.plan)
+        def kernels(*args, **mods):
+            return _bwd_impl(*args, checked=ctx.checked, fwd_plan=ctx.plan, **mods)
 
-        return _grads(ctx, dout, kernels) + (None, None, None)
+        return _grads(ctx, dout, kernels, _EagerAttention.SINK_INDEX)
 
 
 def _c_apply(function):
@@ -303,27 +353,31 @@ def _eager_apply(*args):
     return _eager_c_apply(*args)
 
 
-def autograd_needed(q, k, v) -> bool:
+def autograd_needed(q, k, v, sink=None) -> bool:
     """Whether an eager call must record the autograd node: grad mode with an input requiring grad, or
     a forward-mode AD level open (dual tensors need the Function to refuse them)."""
-    return ((torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad))
+    return ((torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad
+                                          or (sink is not None and sink.requires_grad)))
             or getattr(torch.autograd.forward_ad, "_current_level", -1) >= 0)
 
 
 def attention(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, deterministic: bool,
-              backend: str, checked: bool = False, plan=None, bhsd: bool = False):
+              backend: str, checked: bool = False, plan=None, bhsd: bool = False, local_offset: int | None = None,
+              softcap: float = 0.0, sink=None):
     """(out, lse) for validated arguments: the custom op while torch.compile traces (one graph node,
     no break), the eager twin otherwise, or straight to the implementation when no autograd node is
     needed. All run _fwd_impl / _bwd_impl, so results are identical. ``checked``: the caller
     established kernels_take (fa3lite.callkey), so the kernel limits are not read again; ``plan``:
     the launch plan callkey attached to this signature (the eager twin's forward then runs it).
-    ``bhsd``: q, k, v and out in torch's (B, H, S, D) order, the mask top-left (causal_offset 0);
-    eager calls only (the SDPA entry takes the flash_attn layout while torch.compile traces)."""
+    ``bhsd``: q, k, v and out in torch's (B, H, S, D) order, the mask top-left (causal_offset 0), no
+    window, softcap or sink; eager calls only (the SDPA entry takes the flash_attn layout while
+    torch.compile traces)."""
     if torch.compiler.is_compiling():
-        return FWD(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend)
-    if not autograd_needed(q, k, v):
+        return FWD(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, local_offset, softcap, sink)
+    if not autograd_needed(q, k, v, sink):
         if bhsd:
             return _fwd_bhsd_impl(q, k, v, softmax_scale, causal, deterministic, backend, checked)
-        return _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked)
+        return _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked,
+                         local_offset, softcap, sink)
     return _eager_apply(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked, plan,
-                        bhsd)
+                        bhsd, local_offset, softcap, sink)

@@ -41,8 +41,15 @@ FWD_TILES = {
 }
 
 
-def fwd_tile(head_dim: int, causal: bool, seqlen_k: int = 0) -> FwdTile:
-    """The forward tile for a head dim, mask and key length (FWD_TILES)."""
+# Softcap's tanh does not fit the 160 registers of d=64's three consumer warpgroups (ptxas spills):
+# softcapped d=64 runs two, with d=128's short-sequence tile.
+SOFTCAP_TILES = {64: FwdTile(128, 128, 2, True, True, persistent=True)}
+
+
+def fwd_tile(head_dim: int, causal: bool, seqlen_k: int = 0, softcap: bool = False) -> FwdTile:
+    """The forward tile for a head dim, mask, key length and softcap (FWD_TILES, SOFTCAP_TILES)."""
+    if softcap and head_dim in SOFTCAP_TILES:
+        return SOFTCAP_TILES[head_dim]
     tile = None
     for min_seqlen_k, t in FWD_TILES[(head_dim, bool(causal))]:
         if seqlen_k >= min_seqlen_k:
@@ -52,10 +59,10 @@ def fwd_tile(head_dim: int, causal: bool, seqlen_k: int = 0) -> FwdTile:
 
 FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("o", "tma"),
-    ("lse", "ptr"), ("tile_sched", "ptr"),
+    ("lse", "ptr"), ("tile_sched", "ptr"), ("sink", "ptr"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
-    ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("causal_offset", "i32"),
-    ("scale_log2", "f32"),
+    ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("causal_offset", "i32"), ("local_offset", "i32"),
+    ("scale_log2", "f32"), ("softcap_scale", "f32"),
 ))
 
 
@@ -65,9 +72,10 @@ class FwdVariant:
 
     head_dim: int
     dtype: str          # "bf16" | "fp16"
-    causal: bool
+    causal: bool        # the banded mask (causal, or any sliding window): config.cuh kIsCausal
     debug: bool = False
     tile: FwdTile | None = None   # None: the tile FWD_TILES gives short sequences
+    softcap: bool = False         # scores through softcap * tanh(s / softcap): config.cuh kSoftcap
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -75,7 +83,7 @@ class FwdVariant:
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         if self.tile is None:
-            object.__setattr__(self, "tile", fwd_tile(self.head_dim, self.causal))
+            object.__setattr__(self, "tile", fwd_tile(self.head_dim, self.causal, softcap=self.softcap))
 
     @property
     def block_m(self) -> int:
@@ -127,6 +135,7 @@ class FwdVariant:
                 ("FA3LITE_HEAD_DIM", str(self.head_dim)),
                 ("FA3LITE_DTYPE_BF16", "1" if self.dtype == "bf16" else "0"),
                 ("FA3LITE_CAUSAL", "1" if self.causal else "0"),
+                ("FA3LITE_SOFTCAP", "1" if self.softcap else "0"),
                 ("FA3LITE_BLOCK_M", str(self.block_m)),
                 ("FA3LITE_BLOCK_N", str(self.block_n)),
                 ("FA3LITE_STAGES", str(self.stages)),
@@ -141,6 +150,9 @@ class FwdVariant:
 
 
 def all_fwd_variants() -> list[FwdVariant]:
-    """Every forward kernel the host can pick (each tile of FWD_TILES, both dtypes)."""
-    return [FwdVariant(d, t, c, tile=tile) for d in HEAD_DIMS for t in DTYPES for c in (False, True)
-            for _, tile in FWD_TILES[(d, c)]]
+    """Every forward kernel the host can pick (each tile of FWD_TILES, both dtypes, with and without
+    softcap)."""
+    tiles = {(d, c, sc): ({fwd_tile(d, c, 0, True)} if sc and d in SOFTCAP_TILES else {t for _, t in FWD_TILES[(d, c)]})
+             for d in HEAD_DIMS for c in (False, True) for sc in (False, True)}
+    return [FwdVariant(d, t, c, tile=tile, softcap=sc) for (d, c, sc), ts in tiles.items() for t in DTYPES
+            for tile in sorted(ts)]

@@ -19,12 +19,12 @@ _NEEDS_ID = {(True, True): "dq+dkv", (True, False): "dq", (False, True): "dkv"}
 
 def _id(v):
     return (f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-{_NEEDS_ID[v.need_dq, v.need_dkv]}"
-            f"{'-f32' if v.dkv_f32 else ''}")
+            f"{'-f32' if v.dkv_f32 else ''}{'-softcap' if v.softcap else ''}")
 
 
 def test_all_variants_are_listed():
     variants = hopper_bwd.all_bwd_variants()
-    assert len(variants) == len(set(variants)) == 3 * 2 * 2 * 5   # head dims, dtypes, causal, needs x f32
+    assert len(variants) == len(set(variants)) == 3 * 2 * 2 * 5 * 2   # head dims, dtypes, causal, needs x f32, softcap
     assert {(v.need_dq, v.need_dkv) for v in variants} == {(True, True), (True, False), (False, True)}
     assert not any(v.dkv_f32 and not v.need_dkv for v in variants)
 
@@ -71,6 +71,9 @@ def test_bwd_variant_resources_and_sass(variant):
     tiles = int(need_dq or wide) + int(wide and need_dkv)
     assert sass.get("STSM", 0) == tiles * wg_queries // 16
     assert sass.get("MUFU.EX2", 0) >= (m // 4 if wide else m // 2)
+    # softcap recomputes one tanh per score of the thread (none without)
+    tanh = sass.get("MUFU.TANH", 0)
+    assert tanh >= (m // 4 if wide else m // 2) if variant.softcap else tanh == 0
 
 
 @pytest.mark.parametrize("head_dim", hopper_bwd.HEAD_DIMS)

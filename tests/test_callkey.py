@@ -85,7 +85,7 @@ def kernels_on_cpu(monkeypatch):
 
     seen = []
 
-    def reasons(q, k, v, softmax_scale=None):
+    def reasons(q, k, v, softmax_scale=None, softcap=0.0):
         seen.append(q.stride())
         return []
 
@@ -97,8 +97,8 @@ def kernels_on_cpu(monkeypatch):
         return out.transpose(1, 2), lse
 
     monkeypatch.setattr(hopper, "forward_bhsd", forward_bhsd)
-    monkeypatch.setattr(hopper, "backward", lambda *a, need_dq, need_dkv, fwd_plan=None: fallback.backward(
-        *a[:9], need_dq=need_dq, need_dkv=need_dkv))     # a[9] is deterministic
+    monkeypatch.setattr(hopper, "backward", lambda *a, need_dq, need_dkv, fwd_plan=None, **mods: fallback.backward(
+        *a[:9], need_dq=need_dq, need_dkv=need_dkv, **mods))     # a[9] is deterministic
     return seen
 
 
@@ -174,7 +174,7 @@ def test_kernels_take_needs_both_entries(monkeypatch):
     import types
 
     q, k, v = _qkv()
-    monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None: [])
+    monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None, softcap=0.0: [])
     monkeypatch.setattr(ops, "_hopper", lambda: types.SimpleNamespace(forward=fallback.forward))
     assert not ops.kernels_take(q, k, v, 0.1)
 
@@ -209,10 +209,11 @@ def test_a_repeat_without_autograd_goes_straight_to_the_attached_plan(kernels_on
 
     planned, looked_up = [], []
 
-    def forward_plan(q, k, v, scale, causal, offset, bhsd=False):
+    def forward_plan(q, k, v, scale, causal, offset, bhsd=False, local_offset=None, softcap=0.0, sink=None):
         looked_up.append(bhsd)
 
         def plan(*qkv):
+            qkv = qkv[:3]    # (q, k, v, sink): no sink in these calls
             planned.append(bhsd)
             if bhsd:
                 out, lse = fallback.forward(*(t.transpose(1, 2) for t in qkv), scale, causal, 0)

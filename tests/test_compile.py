@@ -6,7 +6,8 @@ import pytest
 
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
 from fa3lite.runtime.inspect import kernel_info, spec_info
-from fa3lite.variants import FWD_PARAMS, FWD_TILES, FwdVariant, all_fwd_variants, fwd_tile
+from fa3lite.hopper.common import OFFSET_LIMIT
+from fa3lite.variants import FWD_PARAMS, FWD_TILES, SOFTCAP_TILES, FwdVariant, all_fwd_variants, fwd_tile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -17,7 +18,8 @@ def _private_cache(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("variant", all_fwd_variants(),
-                         ids=lambda v: f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-n{v.block_n}")
+                         ids=lambda v: f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-n{v.block_n}"
+                                       f"{'-p' if v.tile.persistent else ''}{'-softcap' if v.softcap else ''}")
 def test_fwd_variant_resources_and_sass(variant):
     info = spec_info(variant.spec(), variant.smem_bytes)
     sass = info["sass"]
@@ -31,6 +33,8 @@ def test_fwd_variant_resources_and_sass(variant):
     assert "LDL" not in sass and "STL" not in sass, "local memory in the SASS"
     # P goes to the P.V wgmma from registers (RS form), never through shared memory
     assert sass.get("MUFU.EX2", 0) >= variant.block_n // 2
+    # softcap: one MUFU.TANH per score of the thread's block_n / 2 (none without)
+    assert (sass.get("MUFU.TANH", 0) >= variant.block_n // 2) if variant.softcap else "MUFU.TANH" not in sass
 
 
 def test_kernel_info_reports_the_default_forward_tile():
@@ -48,6 +52,9 @@ def test_fwd_tile_follows_the_key_length():
             assert fwd_tile(d, causal, min_k) == tile
         assert fwd_tile(d, causal) == entries[0][1]
         assert fwd_tile(d, causal, 1 << 30) == entries[-1][1]
+    # softcapped d=64 trades the three-warpgroup tile for one whose registers hold the tanh
+    assert fwd_tile(64, True, 0, softcap=True) == SOFTCAP_TILES[64] == FwdVariant(64, "bf16", False, softcap=True).tile
+    assert fwd_tile(128, True, 0, softcap=True) == fwd_tile(128, True, 0)
     # the variant carries its tile: a different tile is a different kernel (and cache entry)
     a = FwdVariant(128, "bf16", True, tile=fwd_tile(128, True, 0))
     b = FwdVariant(128, "bf16", True, tile=fwd_tile(128, True, 1 << 20))
@@ -60,16 +67,18 @@ def test_fwd_grid_one_cta_per_tile_or_one_per_sm():
     tile = fwd_tile(128, False)
     pers = FwdVariant(128, "bf16", False, tile=tile._replace(persistent=True))
     single = FwdVariant(128, "bf16", False, tile=tile._replace(persistent=False))
-    assert fwd_grid(single, 1000, 4096, False, 0, 132) == 1000
-    assert fwd_grid(pers, 1000, 4096, False, 0, 132) == 132
-    assert fwd_grid(pers, 100, 4096, False, 0, 132) == 100          # fewer tiles than SMs
-    # O staged in sQ (no room for its own buffer): no persistent grid once a tile sees no key
+    none = -OFFSET_LIMIT     # no window's lower edge
+    assert fwd_grid(single, 1000, 4096, 0, none, 132) == 1000
+    assert fwd_grid(pers, 1000, 4096, 0, none, 132) == 132
+    assert fwd_grid(pers, 100, 4096, 0, none, 132) == 100          # fewer tiles than SMs
+    # O staged in sQ (no room for its own buffer): no persistent grid once a tile may see no key
     wide = FwdVariant(256, "bf16", True, tile=fwd_tile(256, True)._replace(persistent=True))
     assert not wide.separate_o
-    assert fwd_grid(wide, 1000, 4096, True, 0, 132) == 132
-    assert fwd_grid(wide, 1000, 4096, True, -128, 132) == 1000       # block 0 sees no key
-    assert fwd_grid(wide, 1000, 4096, True, -127, 132) == 132
-    assert pers.separate_o and fwd_grid(FwdVariant(128, "bf16", True, tile=pers.tile), 1000, 4096, True, -5000, 132) == 132
+    assert fwd_grid(wide, 1000, 4096, 0, none, 132) == 132
+    assert fwd_grid(wide, 1000, 4096, -128, none, 132) == 1000       # block 0 sees no key
+    assert fwd_grid(wide, 1000, 4096, -127, none, 132) == 132
+    assert fwd_grid(wide, 1000, 4096, 0, -64, 132) == 1000           # a window: some tile may see none
+    assert pers.separate_o and fwd_grid(FwdVariant(128, "bf16", True, tile=pers.tile), 1000, 4096, -5000, none, 132) == 132
     # causal persistent kernels claim tiles from a counter (kDynamicTiles); full-mask ones stride
     assert FwdVariant(128, "bf16", True, tile=pers.tile).dynamic_tiles and not pers.dynamic_tiles
     assert not FwdVariant(128, "bf16", True, tile=single.tile).dynamic_tiles

@@ -28,11 +28,13 @@ def _quiet_fallback():
 def test_schemas():
     assert str(torch.ops.fa3lite.fwd.default._schema) == (
         "fa3lite::fwd(Tensor q, Tensor k, Tensor v, float softmax_scale, bool causal, SymInt causal_offset, "
-        "bool deterministic=False, str backend=\"auto\") -> (Tensor, Tensor)")
+        "bool deterministic=False, str backend=\"auto\", SymInt? local_offset=None, float softcap=0., "
+        "Tensor? sink=None) -> (Tensor, Tensor)")
     assert str(torch.ops.fa3lite.bwd.default._schema) == (
         "fa3lite::bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, float softmax_scale, "
         "bool causal, SymInt causal_offset, bool deterministic=False, str backend=\"auto\", "
-        "bool need_dq=True, bool need_dkv=True) -> (Tensor, Tensor, Tensor)")
+        "bool need_dq=True, bool need_dkv=True, SymInt? local_offset=None, float softcap=0., "
+        "Tensor? sink=None) -> (Tensor, Tensor, Tensor, Tensor)")
 
 
 def _fwd_samples():
@@ -85,19 +87,20 @@ def fake_hopper(monkeypatch):
     arguments and computes with the fallback."""
     calls = []
 
-    def forward(q, k, v, softmax_scale, causal, causal_offset):
+    def forward(q, k, v, softmax_scale, causal, causal_offset, local_offset=None, softcap=0.0, sink=None):
         calls.append(("forward", q, k, v, softmax_scale, causal, causal_offset))
-        return fallback.forward(q, k, v, softmax_scale, causal, causal_offset)
+        return fallback.forward(q, k, v, softmax_scale, causal, causal_offset, local_offset, softcap, sink)
 
     def backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic, need_dq=True,
-                 need_dkv=True, fwd_plan=None):
+                 need_dkv=True, fwd_plan=None, local_offset=None, softcap=0.0, sink=None):
         calls.append(("backward", dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
                       need_dq, need_dkv))
         return fallback.backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset,
-                                 need_dq=need_dq, need_dkv=need_dkv)
+                                 need_dq=need_dq, need_dkv=need_dkv, local_offset=local_offset, softcap=softcap,
+                                 sink=sink)
 
     module = types.SimpleNamespace(forward=forward, backward=backward)
-    monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None: [])
+    monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None, softcap=0.0: [])
     monkeypatch.setattr(ops, "_hopper", lambda: module)
     return module, calls
 
@@ -140,7 +143,7 @@ def test_empty_inputs_never_reach_the_kernels(fake_hopper):
 
 
 def test_missing_hopper_module_is_a_reason(monkeypatch):
-    monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None: [])
+    monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None, softcap=0.0: [])
     monkeypatch.setattr(ops, "_hopper", lambda: None)
     monkeypatch.setattr(ops, "_hopper_error", "ImportError: no cuda.core")
     q = torch.randn(1, 3, 2, 64, dtype=torch.float16)
@@ -150,7 +153,7 @@ def test_missing_hopper_module_is_a_reason(monkeypatch):
 
 
 def test_missing_backward_entry_is_a_reason(monkeypatch):
-    monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None: [])
+    monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None, softcap=0.0: [])
     monkeypatch.setattr(ops, "_hopper", lambda: types.SimpleNamespace(forward=fallback.forward))
     q = torch.randn(1, 3, 2, 64, dtype=torch.float16, requires_grad=True)
     out = fa3lite.flash_attn_func(q, q, q, backend="fa3lite")
@@ -348,7 +351,8 @@ def test_direct_ops_valid_call_still_runs(fake_hopper):
     _, calls = fake_hopper
     q, k, v, _, dout, _ = _direct_inputs()
     out, lse = torch.ops.fa3lite.fwd(*_fwd_args(q, k, v))
-    dq, dk, dv = torch.ops.fa3lite.bwd(dout, q, k, v, out, lse, 0.125, False, 0, False, "auto")
+    dq, dk, dv, dsink = torch.ops.fa3lite.bwd(dout, q, k, v, out, lse, 0.125, False, 0, False, "auto")
+    assert dsink.shape == (0,)     # no sink
     assert [c[0] for c in calls] == ["forward", "backward"]
     assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
 
@@ -393,7 +397,7 @@ def test_fallback_backward_skips_unneeded_grads(need_dq, need_dkv):
         assert (got is None) != needed
         if needed:
             torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
-    dq, dk, dv = torch.ops.fa3lite.bwd(dout, q, k, v, out, lse, 0.125, True, 2, False, "torch", need_dq, need_dkv)
+    dq, dk, dv, _ = torch.ops.fa3lite.bwd(dout, q, k, v, out, lse, 0.125, True, 2, False, "torch", need_dq, need_dkv)
     assert (dq.shape == q.shape) == need_dq and (dk.numel() == 0) != need_dkv and (dv.numel() == 0) != need_dkv
 
 
@@ -457,7 +461,7 @@ def failing_runtime(monkeypatch, tmp_path):
     from fa3lite.runtime import cache, launch
 
     monkeypatch.setenv("FA3LITE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None: [])
+    monkeypatch.setattr(checks, "kernel_reasons", lambda q, k, v, softmax_scale=None, softcap=0.0: [])
     monkeypatch.setattr(fwd, "device_index", lambda t: 0)
     monkeypatch.setattr(bwd, "device_index", lambda t: 0)
     cache.clear_memory_cache()
@@ -522,7 +526,7 @@ def test_backward_runtime_failure_falls_back(failing_runtime, monkeypatch):
     """The forward ran (a stand-in), the backward kernels fail to compile: the fallback computes dq, dk, dv."""
     from fa3lite import hopper
 
-    monkeypatch.setattr(hopper, "forward", lambda q, k, v, s, c, o: fallback.forward(q, k, v, s, c, o))
+    monkeypatch.setattr(hopper, "forward", lambda q, k, v, s, c, o, *mods: fallback.forward(q, k, v, s, c, o, *mods))
     _compile_fails(monkeypatch)
     q = torch.randn(1, 5, 2, 64, dtype=torch.bfloat16, requires_grad=True)
     with pytest.warns(fa3lite.FallbackWarning, match="fa3lite_bwd"):

@@ -68,7 +68,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     // LSE of this warpgroup's query columns, in flight while the S^T/dP^T wgmmas run.
     const i64 stat = stat_row0 + static_cast<i64>(m) * kBlockM;
     float lse[kBlockM / 4];
-    load_row_stats<kBlockM>(p.lse_log2 + stat, tid, lse);
+    if constexpr (kLseInStep1) load_row_stats<kBlockM>(p.lse_log2 + stat, tid, lse);
 
     mbar::wait(sm.q_full(s), pos.phase);
     wgmma::fence();
@@ -91,14 +91,14 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     fence_regs(st);
     probs_transposed<kBlockM>(st, p, lse, tid, needs_mask(p, key0, m), key0 + rb, m * kBlockM);
     float dps[kBlockM / 4];   // loaded once P is done: fewer live registers while the wgmmas run
-    load_row_stats<kBlockM>(p.dpsum + stat, tid, dps);
+    if constexpr (!kSoftcap) load_row_stats<kBlockM>(p.dpsum + stat, tid, dps);
     wgmma::wait_group<0>();
     fence_regs(dpt);
     if constexpr (!kNeedDkv) {
       // Q and dO of this stage are no longer read: the dQ wgmma reads dS^T and K only.
       if (tid % 32 == 0) mbar::arrive(sm.empty(s));
     }
-    dscores_transposed<kBlockM>(st, dpt, dps);
+    dscores_transposed<kBlockM>(st, dpt, dps, p, tid, stat);
     u32 dsa[kBlockM / 16][4];
     pack_fragments<kBlockM>(dpt, dsa);
 

@@ -98,7 +98,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
     // LSE of this warpgroup's query columns, in flight while the S^T/dP^T wgmmas run.
     const i64 stat = stat_row0 + static_cast<i64>(m) * kBlockM;
     float lse[kWgQueries / 4];
-    load_row_stats<kWgQueries>(p.lse_log2 + stat, tid, lse);
+    if constexpr (kLseInStep1) load_row_stats<kWgQueries>(p.lse_log2 + stat, tid, lse);
 
     mbar::wait(sm.q_full(s), pos.phase);
     wgmma::fence();
@@ -122,17 +122,16 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
 
     wgmma::wait_group<1>();
     fence_regs(st);
-    probs_transposed<kWgQueries>(st, p, lse, tid, needs_mask(p, key0, m), key0 + rb,
-                                 m * kBlockM + q_col0);
+    probs_transposed<kWgQueries>(st, p, lse, tid, needs_mask(p, key0, m), key0 + rb, m * kBlockM + q_col0);
     float dps[kWgQueries / 4];   // loaded once P is done: fewer live registers while the wgmmas run
-    load_row_stats<kWgQueries>(p.dpsum + stat, tid, dps);
+    if constexpr (!kSoftcap) load_row_stats<kWgQueries>(p.dpsum + stat, tid, dps);
     wgmma::wait_group<0>();
     fence_regs(dpt);
     if constexpr (!kNeedDkv) {
       // Q and dO of this stage are no longer read: the dQ wgmma reads sdS and K only.
       if (tid % 32 == 0) mbar::arrive(sm.empty(s));
     }
-    dscores_transposed<kWgQueries>(st, dpt, dps);
+    dscores_transposed<kWgQueries>(st, dpt, dps, p, tid, stat);
     u32 dsf[kWgQueries / 16][4];
     pack_fragments<kWgQueries>(dpt, dsf);
     stmatrix_fragments<kWgQueries>(sm.ds(buf), 0, q_col0, tid, dsf);

@@ -29,12 +29,15 @@ __device__ __forceinline__ void fence_regs(float (&r)[N]) {
   for (int i = 0; i < N; ++i) fence::reg(r[i]);
 }
 
-// Keys [key0, key0 + kWgKeys) that some query of block m must not see (past seqlen_k or causal).
+// Keys [key0, key0 + kWgKeys) that some query of block m must not see: past seqlen_k, or outside the
+// band i + local_offset <= j <= i + causal_offset (kIsCausal). The host keeps both offsets within
+// +-2^30, so no sum here overflows.
 __device__ __forceinline__ bool needs_mask(const BwdParams& p, int key0, int m) {
   const int last_key = key0 + kWgKeys - 1;
   const bool tail = last_key >= p.seqlen_k;
-  const bool diag = kIsCausal && static_cast<i64>(last_key) > static_cast<i64>(m) * kBlockM + p.causal_offset;
-  return tail || diag;
+  const bool upper = kIsCausal && last_key > m * kBlockM + p.causal_offset;
+  const bool lower = kIsCausal && key0 < m * kBlockM + kBlockM - 1 + p.local_offset;
+  return tail || upper || lower;
 }
 
 // Byte offset of the 16-byte chunk that lane `lane` addresses in stmatrix call j (16 columns each) of

@@ -22,10 +22,12 @@ struct BwdParams {
   i32 head_group;         // Hq / Hk
   i32 num_m_blocks;       // ceil(Sq / kBlockM)
   i32 num_n_blocks;       // ceil(Sk / kBlockN)
-  i32 causal_offset;      // key j is visible to query i iff j <= i + causal_offset
+  i32 causal_offset;      // key j is visible to query i iff j <= i + causal_offset (kIsCausal) ...
+  i32 local_offset;       // ... and j >= i + local_offset (kIsCausal; -2^30 without a window)
   i32 deterministic;      // nonzero: dQ contributions are added in key-block order
-  float scale_log2;       // softmax_scale * log2(e)
+  float scale_log2;       // softmax_scale * log2(e); softcap * log2(e) with kSoftcap
   float softmax_scale;
+  float softcap_scale;    // kSoftcap: softmax_scale / softcap, the factor inside the tanh
 };
 
 static_assert(sizeof(BwdParams) == FA3LITE_PARAMS_SIZE, "host and device disagree on the BwdParams size");

@@ -74,7 +74,6 @@ using namespace fa3lite::attn::bwd;
 
 extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_preprocess(
     const __grid_constant__ PreParams p) {
-  constexpr float kLog2e = 1.4426950408889634f;
   const unsigned blk = blockIdx.x;
   const int row_block = blk % p.row_blocks;
   const unsigned bh = blk / p.row_blocks;
@@ -100,7 +99,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_preproce
     float l2 = __int_as_float(0x7f800000);   // +inf: P = 0 in this row
     if (row < p.seqlen_q) {
       const float l = p.lse[b * p.lse_stride_b + h * p.lse_stride_h + row * p.lse_stride_s];
-      if (l != math::neg_inf()) l2 = l * kLog2e;
+      if (l != math::neg_inf()) l2 = l * math::kLog2e;
     }
     p.dpsum[idx] = acc;
     p.lse_log2[idx] = l2;

@@ -31,7 +31,11 @@ __device__ __forceinline__ bool descending_turns(const BwdParams& p) { return kI
 
 // With a causal mask, query block m sees key block n iff its last row i = 64m + 63 has
 // 128n <= i + offset, i.e. m >= floor((128n - offset) / 64). That bound grows with n, so the key
-// blocks visiting any query block form a prefix 0..n_last(m).
+// blocks visiting any query block form a prefix 0..n_last(m). A window's lower edge also ends the
+// query blocks of key block n (m_end) and starts the key blocks of query block m at some n_first(m)
+// that grows with m, so those form a range n_first(m)..n_last(m): the turns below hold as they are
+// (the highest block visiting m is still n_last(m), and the blocks below it down to n_first(m) come
+// in descending order).
 __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
   const unsigned idx = blockIdx.x;
   BwdTile t;
@@ -46,6 +50,14 @@ __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
   if (kIsCausal) {
     const i64 first = static_cast<i64>(t.n_block) * kBlockN - p.causal_offset;
     if (first > 0) t.m_begin = first / kBlockM >= t.m_end ? t.m_end : static_cast<int>(first / kBlockM);
+    // A window's lower edge: the last query that sees the block's last key j is j - local_offset.
+    const i64 last_key = min((t.n_block + 1) * kBlockN, p.seqlen_k) - 1;
+    const i64 last = last_key - p.local_offset;
+    if (last < 0) {
+      t.m_end = 0;
+    } else if (last / kBlockM + 1 < t.m_end) {
+      t.m_end = static_cast<int>(last / kBlockM + 1);
+    }
   }
   return t;
 }

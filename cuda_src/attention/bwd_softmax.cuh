@@ -2,6 +2,11 @@
 // queries), N query columns wide:
 //   P^T  = exp2(S^T * scale_log2 - lse_log2[query])     0 where the key is hidden from the query
 //   dS^T = P^T * (dP^T - dPsum[query])
+// In two steps, so that the first runs while the dP^T wgmma is still in flight: probs_transposed
+// (S^T -> P^T) and dscores_transposed (dP^T -> dS^T). With softcap the score is T = tanh(S^T *
+// softcap_scale) (scale_log2 then carries softcap * log2(e)) and its derivative adds a factor
+// 1 - T^2 to dS^T; T is needed in both, so the first step only takes the tanh (and masks) and the
+// second forms P^T and dS^T together (no third register array for 1 - T^2).
 // The thread's columns are cb + frag::col(i): 8-column group j gives it columns 8j + cb, +1. Their
 // LSE/dPsum values are loaded from global memory (the preprocess pads both rows to whole query
 // blocks, so every load is in bounds) as N/8 float2 per thread, issued while the wgmmas that
@@ -26,31 +31,67 @@ __device__ __forceinline__ void load_row_stats(const float* row, int tid, float 
   }
 }
 
-// key_row0: the thread's key row of accumulator half 0; query0: the tile's first query row.
+// Step 1 reads the LSE array, except with softcap (step 2 loads what it needs itself; see there).
+constexpr bool kLseInStep1 = !kSoftcap;
+
+// Whether key `key` is hidden from query `query` (the host keeps the offsets within +-2^30).
+__device__ __forceinline__ bool hidden(const BwdParams& p, int key, int query) {
+  bool h = key >= p.seqlen_k;
+  if (kIsCausal) h = h || key - query > p.causal_offset || key - query < p.local_offset;
+  return h;
+}
+
+// P^T = exp2(S^T * scale_log2 - lse) with hidden entries 0, for accumulator i of this thread.
+__device__ __forceinline__ float prob(const BwdParams& p, float s, float lse, int tid, int i, bool masked,
+                                      int key_row0, int query0) {
+  const float pv = math::ex2(fmaf(s, p.scale_log2, -lse));
+  if (masked && hidden(p, key_row0 + 8 * frag::half(i), query0 + frag::col_base(tid) + frag::col(i))) return 0.f;
+  return pv;
+}
+
+// Step 1. key_row0: the thread's key row of accumulator half 0; query0: the tile's first query row.
+// Accumulator i sits in column 8 (i >> 2) + cb + (i & 1): row statistic 2 (i >> 2) + (i & 1).
 template <int N>
 __device__ __forceinline__ void probs_transposed(float (&st)[N / 2], const BwdParams& p, const float (&lse)[N / 4],
                                                  int tid, bool masked, int key_row0, int query0) {
-  const int cb = frag::col_base(tid);
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) {
-    // accumulator i sits in column 8 (i >> 2) + cb + (i & 1): statistic 2 (i >> 2) + (i & 1)
-    float pv = math::ex2(fmaf(st[i], p.scale_log2, -lse[2 * (i >> 2) + (i & 1)]));
-    if (masked) {
-      const int key = key_row0 + 8 * frag::half(i);
-      const int query = query0 + cb + frag::col(i);
-      bool hidden = key >= p.seqlen_k;
-      if (kIsCausal) hidden = hidden || static_cast<i64>(key) > static_cast<i64>(query) + p.causal_offset;
-      if (hidden) pv = 0.f;
+    if constexpr (kSoftcap) {
+      // A hidden entry's T is -inf: step 2 then gives P^T = exp2(-inf) = 0 and a derivative clamped to 0.
+      const bool hide = masked && hidden(p, key_row0 + 8 * frag::half(i), query0 + frag::col_base(tid) + frag::col(i));
+      st[i] = hide ? math::neg_inf() : math::tanh(st[i] * p.softcap_scale);
+    } else {
+      st[i] = prob(p, st[i], lse[2 * (i >> 2) + (i & 1)], tid, i, masked, key_row0, query0);
     }
-    st[i] = pv;
   }
 }
 
+// Step 2: dS^T from P^T (softcap: from T) and dP^T. With softcap the LSE and dPsum of each 8-column
+// group are loaded right where they are used (from L1: the whole CTA reads the same rows; stat_row is
+// the tile's offset into both), so that neither array is held across the step: holding both, or
+// masking here, costs more registers than the D = 128 consumer has.
 template <int N>
-__device__ __forceinline__ void dscores_transposed(const float (&pt)[N / 2], float (&dpt)[N / 2],
-                                                   const float (&dpsum)[N / 4]) {
+__device__ __forceinline__ void dscores_transposed(float (&pt)[N / 2], float (&dpt)[N / 2], const float (&dpsum)[N / 4],
+                                                   const BwdParams& p, int tid, i64 stat_row) {
+  if constexpr (kSoftcap) {
+    const int cb = frag::col_base(tid);
 #pragma unroll
-  for (int i = 0; i < N / 2; ++i) dpt[i] = pt[i] * (dpt[i] - dpsum[2 * (i >> 2) + (i & 1)]);
+    for (int j = 0; j < N / 8; ++j) {
+      const float2 l = __ldg(reinterpret_cast<const float2*>(p.lse_log2 + stat_row + 8 * j + cb));
+      const float2 d = __ldg(reinterpret_cast<const float2*>(p.dpsum + stat_row + 8 * j + cb));
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int i = 4 * j + r;
+        // 1 - T^2 is in [0, 1] for a real T; the clamp turns a hidden entry's -inf into 0 (not NaN)
+        dpt[i] = (dpt[i] - ((r & 1) ? d.y : d.x)) * fmaxf(fmaf(-pt[i], pt[i], 1.f), 0.f);
+        pt[i] = math::ex2(fmaf(pt[i], p.scale_log2, -((r & 1) ? l.y : l.x)));
+        dpt[i] *= pt[i];
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) dpt[i] = pt[i] * (dpt[i] - dpsum[2 * (i >> 2) + (i & 1)]);
+  }
 }
 
 // A fragments of k16 step kk = accumulators 8kk..8kk+7 packed pairwise; also the register order of

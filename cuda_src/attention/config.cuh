@@ -19,7 +19,12 @@ constexpr int kHeadDim = FA3LITE_HEAD_DIM;
 constexpr int kBlockM = FA3LITE_BLOCK_M;     // query rows per CTA tile (64 per consumer warpgroup)
 constexpr int kBlockN = FA3LITE_BLOCK_N;     // key rows per pipeline stage
 constexpr int kStages = FA3LITE_STAGES;      // depth of the K/V ring
+// A banded mask: key j is visible to query i iff j <= i + causal_offset (causal, or a window's right
+// edge) and j >= i + local_offset (a window's left edge; the host passes -2^30 without one).
+// Both bounds are runtime values, so a window costs no variant of its own (mask.cuh, scheduler.cuh).
 constexpr bool kIsCausal = FA3LITE_CAUSAL != 0;
+// Softcapping: scores become softcap * tanh(s * scale / softcap) before the softmax (mask.cuh).
+constexpr bool kSoftcap = FA3LITE_SOFTCAP != 0;
 constexpr bool kOverlap = FA3LITE_OVERLAP != 0;   // softmax of block n under the P.V GEMM of block n+1
 constexpr bool kPingpong = FA3LITE_PINGPONG != 0; // consumer warpgroups take turns issuing GEMMs (pingpong.cuh)
 // O is staged for its TMA store in a buffer of its own (where shared memory has room), so the next

@@ -5,7 +5,7 @@
 // the exp2 work of one block hides under the P.V GEMM of the previous one. Blocks go from the last
 // key block to the first (see the producer). With kPingpong the consumer warpgroups also take turns
 // issuing their GEMMs (pingpong.cuh). Per iteration:
-//   issue S = Q K(n)^T; issue O += P V(prev); wait S -> release K(n) -> mask -> softmax(S) -> corr
+//   issue S = Q K(n)^T; issue O += P V(prev); wait S -> release K(n) -> softcap/mask -> softmax(S) -> corr
 //   wait P.V -> release V(prev) -> O *= corr (skipped while no offset moved: softmax.cuh) -> P = bf16(S)
 // O's rescale waits for the P.V in flight (it reads O), which is why corr is applied after it:
 // O_new = (O + P_prev V_prev) * corr, with P_prev taken against the max before block n.
@@ -46,16 +46,16 @@ __device__ __forceinline__ bool scores_now(const FwdParams& p, const FwdSmem& sm
   pp.pass(false);
   wgmma::wait_group<0>();
   release(sm.k_empty(pos.stage), tid);
-  if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
+  mask.mod<kBlockN>(s, n, wg_row0, p.softcap_scale);
   return softmax.update<kBlockN>(s, p.scale_log2, corr);
 }
 
 // Serial schedule: each GEMM is waited for right away; only the other warpgroups overlap this one.
 __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSmem& sm, const Mask& mask, int wg_row0,
-                                                u32 q_wg, int n_end, int tid, const Pingpong& pp,
+                                                u32 q_wg, KeyBlocks kb, int tid, const Pingpong& pp,
                                                 RingPos<kStages>& pos, OnlineSoftmax& softmax,
                                                 float (&o)[kHeadDim / 2]) {
-  for (int n = n_end - 1; n >= 0; --n) {
+  for (int n = kb.end - 1; n >= kb.begin; --n) {
     float s[kBlockN / 2], corr[2];
     const bool moved = scores_now(p, sm, mask, wg_row0, q_wg, n, pos, tid, pp, softmax, s, corr);
     rescale_o(o, corr, moved);
@@ -73,18 +73,18 @@ __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSme
 
 // Overlapped schedule (see the top of this file).
 __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const FwdSmem& sm, const Mask& mask,
-                                                    int wg_row0, u32 q_wg, int n_end, int tid, const Pingpong& pp,
+                                                    int wg_row0, u32 q_wg, KeyBlocks kb, int tid, const Pingpong& pp,
                                                     RingPos<kStages>& pos, OnlineSoftmax& softmax,
                                                     float (&o)[kHeadDim / 2]) {
   u32 pa[kBlockN / 16][4];
   {  // first block: nothing to overlap with yet, and O is zero: no rescale
     float s[kBlockN / 2], corr[2];
-    scores_now(p, sm, mask, wg_row0, q_wg, n_end - 1, pos, tid, pp, softmax, s, corr);
+    scores_now(p, sm, mask, wg_row0, q_wg, kb.end - 1, pos, tid, pp, softmax, s, corr);
     convert_p(s, pa);
   }
   RingPos<kStages> prev = pos;   // the stage whose V pairs with the P in `pa`
   pos.advance();
-  for (int n = n_end - 2; n >= 0; --n) {
+  for (int n = kb.end - 2; n >= kb.begin; --n) {
     float s[kBlockN / 2];
     mbar::wait(sm.k_full(pos.stage), pos.phase);
     mbar::wait(sm.v_full(prev.stage), prev.phase);
@@ -94,7 +94,7 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
     pp.pass(false);
     wgmma::wait_group<1>();                 // S is ready; P.V may still run
     release(sm.k_empty(pos.stage), tid);
-    if (mask.needs_mask(n, wg_row0)) mask.apply<kBlockN>(s, n);
+    mask.mod<kBlockN>(s, n, wg_row0, p.softcap_scale);
     float corr[2];
     const bool moved = softmax.update<kBlockN>(s, p.scale_log2, corr);
     wgmma::wait_group<0>();                 // P.V done: O and pa may be touched again
@@ -116,7 +116,7 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
 // q_round counts the CTA's tiles with visible keys (the parity of q_full / q_empty).
 __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& sm, const Tile& t, int wg, int tid,
                                              RingPos<kStages>& pos, u32& q_round) {
-  const int n_end = n_block_end(p, t.m_block);
+  const KeyBlocks kb = key_blocks(p, t.m_block);
   float o[kHeadDim / 2];
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.f;
@@ -124,25 +124,27 @@ __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& 
   softmax.init();
 
   const int wg_row0 = t.m_block * kBlockM + wg * 64;
-  const Mask mask{p.seqlen_k, p.causal_offset, wg_row0 + frag::row_base(tid), frag::col_base(tid)};
+  const Mask mask{p.seqlen_k, p.causal_offset, p.local_offset, wg_row0 + frag::row_base(tid), frag::col_base(tid)};
   const u32 q_wg = sm.q() + wg * 64 * kRowBytes;
 
-  const bool has_keys = n_end > 0;
+  const bool has_keys = kb.end > kb.begin;
   if (has_keys) {
     const Pingpong pp{wg};
     pp.start();
     mbar::wait(sm.q_full(), q_round & 1u);
     if constexpr (kOverlap) {
-      mainloop_overlapped(p, sm, mask, wg_row0, q_wg, n_end, tid, pp, pos, softmax, o);
+      mainloop_overlapped(p, sm, mask, wg_row0, q_wg, kb, tid, pp, pos, softmax, o);
     } else {
-      mainloop_serial(p, sm, mask, wg_row0, q_wg, n_end, tid, pp, pos, softmax, o);
+      mainloop_serial(p, sm, mask, wg_row0, q_wg, kb, tid, pp, pos, softmax, o);
     }
     // Every Q K^T wgmma of this warp has completed: with its own O buffer, sQ may take the next Q.
     if constexpr (kSeparateO) release(sm.q_empty(), tid);
     ++q_round;
   }
   float inv[2], lse[2];
-  softmax.finalize(p.scale_log2, inv, lse);
+  // A learnable sink adds exp(sink) to every row's denominator (log2 units here; -inf: none).
+  const float sink_log2 = p.sink != nullptr ? p.sink[t.head] * math::kLog2e : math::neg_inf();
+  softmax.finalize(p.scale_log2, sink_log2, inv, lse);
   fwd_epilogue(p, sm, t, wg, tid, o, inv, lse, has_keys);
 }
 

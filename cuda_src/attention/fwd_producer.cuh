@@ -5,7 +5,7 @@
 //   producer waits v_empty[s] (phase ^ 1), arms v_full[s], loads V                          -> v_full[s]
 // Round 0's empty waits pass at once: the buffers start free. K and V have separate barriers so
 // S = Q K^T can start while V is still in flight. Key blocks go from the last to the first, so the
-// (at most two) masked blocks come first and the remaining ones run unmasked.
+// masked blocks of the band's upper edge come first (those of a window's lower edge come last).
 // Q, once per tile with visible keys (the j-th such tile of the CTA): after the tile's first K load
 // (so K/V of the next tile already stream in while the consumers finish the current one), wait
 // q_empty for tile j - 1's phase (j > 0), arm q_full, load Q.
@@ -31,15 +31,15 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
   int handoffs = 0;
   for (int idx = blockIdx.x; idx < p.num_tiles; idx = producer_next_tile(p, idx, handoffs, leader)) {
     const Tile t = tile_of(p, idx);
-    const int n_end = n_block_end(p, t.m_block);
-    // n_end == 0: nothing visible; the consumers write zeros and -inf without any load.
-    for (int n = n_end - 1; n >= 0; --n) {
+    const KeyBlocks kb = key_blocks(p, t.m_block);
+    // kb.begin >= kb.end: nothing visible; the consumers write zeros and -inf without any load.
+    for (int n = kb.end - 1; n >= kb.begin; --n) {
       mbar::wait(sm.k_empty(pos.stage), pos.phase ^ 1u);
       if (leader) {
         mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
         tma::load_5d(sm.k(pos.stage), &p.k, sm.k_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, t.batch);
       }
-      if (n == n_end - 1) {
+      if (n == kb.end - 1) {
         if (q_round > 0) mbar::wait(sm.q_empty(), (q_round - 1) & 1u);
         if (leader) {
           mbar::arrive_expect_tx(sm.q_full(), kQTileBytes);

@@ -45,14 +45,24 @@ __device__ __forceinline__ Tile tile_of(const FwdParams& p, int tile_idx) {
   return t;
 }
 
-// Key blocks [0, n_block_end) hold every key some valid row of query block m can see.
-__device__ __forceinline__ int n_block_end(const FwdParams& p, int m_block) {
+// Key blocks [begin, end) hold every key some valid row of query block m can see: the band's
+// upper edge (causal_offset) cuts the end, its lower edge (local_offset) the beginning. begin >= end:
+// the tile sees no key. The host keeps both offsets within +-2^30, so no sum overflows.
+struct KeyBlocks {
+  int begin;
+  int end;
+};
+
+__device__ __forceinline__ KeyBlocks key_blocks(const FwdParams& p, int m_block) {
   int keys = p.seqlen_k;
+  int first_key = 0;
   if (kIsCausal) {
-    const int last_row = min((m_block + 1) * kBlockM, p.seqlen_q) - 1;
+    const int first_row = m_block * kBlockM;
+    const int last_row = min(first_row + kBlockM, p.seqlen_q) - 1;
     keys = min(keys, last_row + p.causal_offset + 1);
+    first_key = max(first_key, first_row + p.local_offset);
   }
-  return keys <= 0 ? 0 : (keys + kBlockN - 1) / kBlockN;
+  return {first_key / kBlockN, keys <= 0 ? 0 : (keys + kBlockN - 1) / kBlockN};
 }
 
 // Producer warp + all consumer threads meet at the hand-off barriers.

@@ -68,18 +68,30 @@ struct OnlineSoftmax {
     return rescale;
   }
 
-  // Quad-reduces the row sums; gives 1/sum for O (0 for rows with no visible key) and the
-  // natural-log LSE (-inf for such rows).
-  __device__ __forceinline__ void finalize(float scale_log2, float (&inv)[2], float (&lse)[2]) {
-    constexpr float kLn2 = 0.6931471805599453f;
+  // Quad-reduces the row sums; gives the factor O's rows are normalised by and the natural-log LSE.
+  // Without a sink (sink_log2 = -inf): 1/sum (0 for rows with no visible key) and LSE = offset +
+  // log(sum) (-inf for such rows). With a sink s, the denominator gains 2^s: with M = max(offset, s),
+  // total = sum * 2^(offset - M) + 2^(s - M) (both terms <= 1 times sum, so nothing overflows), the
+  // factor is 2^(offset - M) / total and LSE = M + log2(total); a row with no visible key (offset
+  // -inf, sum 0) gets factor 0 and LSE = s.
+  __device__ __forceinline__ void finalize(float scale_log2, float sink_log2, float (&inv)[2], float (&lse)[2]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float sum = row_sum[h];
       sum += math::shfl_xor(sum, 1);
       sum += math::shfl_xor(sum, 2);
-      const bool empty = !(sum > 0.f);
-      inv[h] = empty ? 0.f : math::rcp(sum);
-      lse[h] = empty ? math::neg_inf() : (row_max[h] * scale_log2 + math::lg2(sum)) * kLn2;
+      if (sink_log2 == math::neg_inf()) {
+        const bool empty = !(sum > 0.f);
+        inv[h] = empty ? 0.f : math::rcp(sum);
+        lse[h] = empty ? math::neg_inf() : (row_max[h] * scale_log2 + math::lg2(sum)) * math::kLn2;
+      } else {
+        const float offset = row_max[h] * scale_log2;   // -inf for a row with no visible key
+        const float top = fmaxf(offset, sink_log2);
+        const float kept = math::ex2(offset - top);
+        const float total = fmaf(sum, kept, math::ex2(sink_log2 - top));
+        inv[h] = kept * math::rcp(total);
+        lse[h] = (top + math::lg2(total)) * math::kLn2;
+      }
     }
   }
 };

@@ -4,6 +4,9 @@
 
 namespace fa3lite { namespace math {
 
+constexpr float kLog2e = 1.4426950408889634f;   // natural-log units to log2 units
+constexpr float kLn2 = 0.6931471805599453f;     // and back
+
 // -infinity (no <cmath> under NVRTC): the max of an empty row and the LSE of a fully masked row.
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000u); }
 
@@ -18,6 +21,14 @@ __device__ __forceinline__ float ex2(float x) {
 __device__ __forceinline__ float lg2(float x) {
   float y;
   asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// tanh(x) in one MUFU.TANH (softcap: scores become c * tanh(s / c)); max relative error about 2^-11,
+// well below the bf16/fp16 rounding of the scores that feed it.
+__device__ __forceinline__ float tanh(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
 

@@ -1,12 +1,16 @@
 """Host side of the Hopper backward kernels: variant choice, buffers, tensor maps, params, launches.
 
     backward(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic=False,
-             need_dq=True, need_dkv=True) -> (dq or None, dk or None, dv or None)
+             need_dq=True, need_dkv=True, fwd_plan=None, local_offset=None, softcap=0.0, sink=None)
+        -> (dq or None, dk or None, dv or None), and dsink after them when a sink is given
 
 Shapes (flash_attn layout): q, out, dout (B, Sq, Hq, D); k, v (B, Sk, Hk, D); any strides with the
 last dim contiguous (other layouts are copied); lse (B, Hq, Sq) f32, natural log (-inf for fully
 masked rows). Returns dq (B, Sq, Hq, D), dk/dv (B, Sk, Hk, D), contiguous, in q's dtype; dq is None
 without need_dq, dk and dv None without need_dkv (at least one of the two must be asked for).
+Mask, softcap and sink as in the forward (fa3lite/hopper/fwd.py); sink (Hq,) float32 contiguous, and
+then dsink (Hq,) float32 = -sum over batch and rows of exp(sink - lse) * rowsum(dO * O) (torch ops on
+the preprocess's lse_log2 and dpsum, after the launches on the same stream).
 
 Up to three launches on torch's current stream:
   1. preprocess (bwd_preprocess.cu): dpsum = rowsum(dO * O) and lse_log2, both (B, Hq, Sq padded to
@@ -38,7 +42,7 @@ from ..runtime import launch, tma
 from ..runtime.compile import KernelSpec
 from ..runtime.driver import on_device
 from ..runtime.params import ParamStruct
-from .common import DTYPE_NAMES, I32_MAX, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, debug_build, device_index
+from .common import DTYPE_NAMES, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index
 
 HEAD_DIMS = (64, 128, 256)
 DTYPES = ("bf16", "fp16")
@@ -52,8 +56,8 @@ BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
     ("lse_log2", "ptr"), ("dpsum", "ptr"), ("dq_accum", "ptr"), ("dq_sem", "ptr"),
     ("dk", "ptr"), ("dv", "ptr"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
-    ("num_m_blocks", "i32"), ("num_n_blocks", "i32"), ("causal_offset", "i32"), ("deterministic", "i32"),
-    ("scale_log2", "f32"), ("softmax_scale", "f32"),
+    ("num_m_blocks", "i32"), ("num_n_blocks", "i32"), ("causal_offset", "i32"), ("local_offset", "i32"),
+    ("deterministic", "i32"), ("scale_log2", "f32"), ("softmax_scale", "f32"), ("softcap_scale", "f32"),
 ))
 
 PRE_PARAMS = ParamStruct("fa3lite::attn::bwd::PreParams", (
@@ -75,7 +79,8 @@ POST_PARAMS = ParamStruct("fa3lite::attn::bwd::PostParams", (
 @dataclasses.dataclass(frozen=True)
 class BwdVariant:
     """One main backward kernel. dkv_f32: dK/dV per query head in f32 (GQA/MQA). need_dq / need_dkv:
-    the gradients it computes (bwd_config.cuh kNeedDq / kNeedDkv)."""
+    the gradients it computes (bwd_config.cuh kNeedDq / kNeedDkv). causal: the banded mask (causal or
+    a window, hopper.common.band); softcap: scores through softcap * tanh(s / softcap) (kSoftcap)."""
 
     head_dim: int
     dtype: str          # "bf16" | "fp16"
@@ -84,6 +89,7 @@ class BwdVariant:
     debug: bool = False
     need_dq: bool = True
     need_dkv: bool = True
+    softcap: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -142,6 +148,7 @@ class BwdVariant:
             name="fa3lite_bwd",
             defines=self._common() + (
                 ("FA3LITE_CAUSAL", "1" if self.causal else "0"),
+                ("FA3LITE_SOFTCAP", "1" if self.softcap else "0"),
                 ("FA3LITE_DKV_F32", "1" if self.dkv_f32 else "0"),
                 ("FA3LITE_NEED_DQ", "1" if self.need_dq else "0"),
                 ("FA3LITE_NEED_DKV", "1" if self.need_dkv else "0"),
@@ -164,14 +171,15 @@ NEEDS = ((True, True), (True, False), (False, True))   # (need_dq, need_dkv) of 
 
 def all_bwd_variants() -> list[BwdVariant]:
     """Every main kernel variant backward() can build (the debug twins aside)."""
-    return [BwdVariant(d, t, c, f, need_dq=nq, need_dkv=nkv) for d in HEAD_DIMS for t in DTYPES
-            for c in (False, True) for nq, nkv in NEEDS for f in ((False, True) if nkv else (False,))]
+    return [BwdVariant(d, t, c, f, need_dq=nq, need_dkv=nkv, softcap=sc) for d in HEAD_DIMS for t in DTYPES
+            for c in (False, True) for nq, nkv in NEEDS for f in ((False, True) if nkv else (False,))
+            for sc in (False, True)]
 
 
 def main_kernel_spec(head_dim: int, dtype: str, causal: bool, dkv_f32: bool = False, need_dq: bool = True,
-                     need_dkv: bool = True):
+                     need_dkv: bool = True, softcap: bool = False):
     """(KernelSpec, dynamic smem bytes, tile info) of the main backward kernel, for kernel_info."""
-    v = BwdVariant(head_dim, dtype, causal, dkv_f32, need_dq=need_dq, need_dkv=need_dkv)
+    v = BwdVariant(head_dim, dtype, causal, dkv_f32, need_dq=need_dq, need_dkv=need_dkv, softcap=softcap)
     return v.spec(), v.smem_bytes, {"block_m": BLOCK_M, "block_n": v.block_n, "stages": STAGES,
                                     "threads": THREADS}
 
@@ -194,9 +202,10 @@ def _ptr(t) -> int:
 
 
 def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal_offset: int,
-             deterministic: bool = False, need_dq: bool = True, need_dkv: bool = True, fwd_plan=None):
+             deterministic: bool = False, need_dq: bool = True, need_dkv: bool = True, fwd_plan=None,
+             local_offset: int | None = None, softcap: float = 0.0, sink=None):
     """Attention backward on the Hopper kernels. Returns (dq, dk, dv), None for a gradient not
-    needed; see the module docstring.
+    needed, and dsink after them when a sink is given; see the module docstring.
 
     ``fwd_plan``: the forward launch plan (fwd._FwdPlan) that produced out and lse from exactly
     these q, k, v, scale and mask, as autograd's node knows. Everything a backward plan depends on
@@ -212,22 +221,25 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
                  need_dkv)
         plan = fwd_plan.backward_plans.get(short)
         if plan is not None:
-            return plan(dout, q, k, v, out, lse)
-    causal_offset = max(min(int(causal_offset), I32_MAX), -I32_MAX) if causal else 0
+            return plan(dout, q, k, v, out, lse, sink)
+    mask = band(causal, causal_offset, local_offset)
     key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), dout.stride(), out.stride(),
            lse.shape, lse.stride(), _alignment(q, k, v, dout, out), q.dtype, lse.dtype, dout.dtype, out.dtype, q.device,
-           causal, causal_offset, softmax_scale, deterministic, need_dq, need_dkv, debug_build())
+           mask, softmax_scale, softcap, sink is not None, deterministic, need_dq, need_dkv, debug_build())
     plan = _plans.get(key)
     if plan is None:
         if not (need_dq or need_dkv):
             raise ValueError("backward needs need_dq or need_dkv (nothing to compute otherwise)")
         B, Sq, Hq, D = q.shape
         if B == 0 or Hq == 0 or Sq == 0 or k.shape[1] == 0:
-            # no query or no key: every gradient is zero (no score depends on any input)
-            return (_zeros(q) if need_dq else None, _zeros(k) if need_dkv else None,
-                    _zeros(v) if need_dkv else None)
-        plan = _BwdPlan(dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
-                        need_dq, need_dkv)
+            # no query or no key: every gradient is zero (no score depends on any input; with no
+            # query, no row holds the sink either, and with no key every row's sink probability is 1
+            # while dpsum = rowsum(dO * 0) = 0)
+            grads = (_zeros(q) if need_dq else None, _zeros(k) if need_dkv else None,
+                     _zeros(v) if need_dkv else None)
+            return grads if sink is None else grads + (torch.zeros_like(sink),)
+        plan = _BwdPlan(dout, q, k, v, out, lse, softmax_scale, mask, deterministic, need_dq, need_dkv,
+                        softcap, sink is not None)
         if len(_plans) >= PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan
@@ -235,7 +247,7 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
         if len(fwd_plan.backward_plans) >= _SHORT_LIMIT:
             fwd_plan.backward_plans.clear()
         fwd_plan.backward_plans[short] = plan
-    return plan(dout, q, k, v, out, lse)
+    return plan(dout, q, k, v, out, lse, sink)
 
 
 def _alignment(*tensors) -> tuple[bool, ...]:
@@ -254,8 +266,9 @@ class _BwdPlan:
     copy into a layout the tensor maps take (checks.tma_ready). A call allocates the buffers, fills in
     addresses and maps, and launches."""
 
-    def __init__(self, dout, q, k, v, out, lse, softmax_scale, causal, causal_offset, deterministic,
-                 need_dq, need_dkv):
+    def __init__(self, dout, q, k, v, out, lse, softmax_scale, mask, deterministic, need_dq, need_dkv,
+                 softcap, has_sink):
+        """mask: (banded, causal_offset, local_offset) as hopper.common.band gives it."""
         B, Sq, Hq, D = q.shape
         Sk, Hk = k.shape[1], k.shape[2]
         dtype = q.dtype
@@ -268,8 +281,9 @@ class _BwdPlan:
         if lse.dtype != torch.float32:
             raise ValueError(f"lse must be float32, got {lse.dtype}")
         self.gqa = Hq != Hk
-        variant = BwdVariant(D, DTYPE_NAMES[dtype], bool(causal), self.gqa and need_dkv, debug_build(),
-                             need_dq=need_dq, need_dkv=need_dkv)
+        banded, causal_offset, local_offset = mask
+        variant = BwdVariant(D, DTYPE_NAMES[dtype], banded, self.gqa and need_dkv, debug_build(),
+                             need_dq=need_dq, need_dkv=need_dkv, softcap=softcap > 0)
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, dtype, variant.debug
         self.pre, self.main, self.post = _kernels(variant, self.dev)   # a runtime failure raises here
         self.need_dq, self.need_dkv, self.deterministic = need_dq, need_dkv, deterministic
@@ -289,6 +303,7 @@ class _BwdPlan:
         self.sems = -(-B * Hq * m_blocks * variant.sems_per_block // 64) * 64 if deterministic else 0
         self.q_shape, self.kv_shape = (B, Sq, Hq, D), (B, Sk, Hq, D)
         self.group_shape = (B, Sk, Hk, Hq // Hk, D)
+        self.stats_shape = (B, Hq, rows_pad) if has_sink else None
 
         rows_per_block = _AUX_THREADS // (D // 8)
         row_blocks = -(-rows_pad // rows_per_block)
@@ -305,8 +320,11 @@ class _BwdPlan:
         self.main_params = BWD_PARAMS.pack(
             q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
-            num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset,
-            deterministic=int(deterministic), scale_log2=softmax_scale * LOG2E, softmax_scale=softmax_scale)
+            num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset, local_offset=local_offset,
+            deterministic=int(deterministic), softmax_scale=softmax_scale,
+            # softcap: the tanh takes scale / softcap, the exponent softcap (bwd_softmax.cuh)
+            scale_log2=(softcap if softcap > 0 else softmax_scale) * LOG2E,
+            softcap_scale=softmax_scale / softcap if softcap > 0 else 0.0)
         total = self.accum // 4
         self.post_grid = (-(-total // _AUX_THREADS), 1, 1)
         self.post_params = POST_PARAMS.pack(dq_accum=0, dq=0, total=total, seqlen_q=Sq, num_heads=Hq,
@@ -337,7 +355,7 @@ class _BwdPlan:
             block[at:at + 128] = maker(t.data_ptr())
         launch.launch_current(kernel, grid, threads, self.dev, stream)
 
-    def __call__(self, dout, q, k, v, out, lse):
+    def __call__(self, dout, q, k, v, out, lse, sink=None):
         if self.any_copy:
             q, k, v, dout, out = (t.clone(memory_format=torch.contiguous_format) if c else t
                                   for c, t in zip(self.copies, (q, k, v, dout, out)))
@@ -365,8 +383,15 @@ class _BwdPlan:
             if self.need_dq:
                 self._launch(self.post, self.post_grid, _AUX_THREADS, self.post_params,
                              zip(self.post_at, (accum, dq.data_ptr())), stream)
+        dsink = None
+        if self.stats_shape is not None:
+            # padded rows: lse_log2 +inf and dpsum 0, so they add nothing
+            start = self.accum + self.sems
+            lse2 = work[start:start + self.rows].view(self.stats_shape)
+            dps = work[start + self.rows:start + 2 * self.rows].view(self.stats_shape)
+            dsink = -(torch.exp2(sink.view(1, -1, 1) * LOG2E - lse2) * dps).sum(dim=(0, 2))
         del work   # the launches are queued on the stream: the caching allocator keeps it until they ran
         if self.need_dkv and self.gqa:
             dk = dk.view(self.group_shape).sum(dim=3).to(self.dtype)
             dv = dv.view(self.group_shape).sum(dim=3).to(self.dtype)
-        return dq, dk, dv
+        return (dq, dk, dv) if dsink is None else (dq, dk, dv, dsink)

@@ -10,9 +10,24 @@ import torch
 DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 LOG2E = 1.4426950408889634
 MAX_GRID_X = (1 << 31) - 1     # blockIdx.x limit: every kernel flattens its grid into x
-I32_MAX = (1 << 31) - 1        # offsets the kernels take as i32 are clamped to +-I32_MAX
+# Mask offsets are clamped to +-OFFSET_LIMIT: exact while Sq, Sk < 2^30 (a key-query distance never
+# reaches it), and the kernels' sums of a row or key index and an offset stay inside i32.
+OFFSET_LIMIT = 1 << 30
 PTR = struct.Struct("<Q")      # a device address inside a packed parameter block
 PLAN_LIMIT = 1024              # launch plans kept per family; past it a table starts over (plans are cheap)
+
+
+def band(causal: bool, causal_offset: int, local_offset: int | None) -> tuple[bool, int, int]:
+    """The mask as the kernels take it: (banded variant, causal_offset, local_offset), key j visible to
+    query i iff i + local_offset <= j <= i + causal_offset in a banded variant. Host form: causal (an
+    upper edge at causal_offset) and local_offset (a window's lower edge, or None). A window without
+    an upper edge runs the banded variant with an upper edge no key reaches."""
+    def clamp(x):
+        return max(min(int(x), OFFSET_LIMIT), -OFFSET_LIMIT)
+
+    if local_offset is None:
+        return bool(causal), clamp(causal_offset) if causal else 0, -OFFSET_LIMIT
+    return True, clamp(causal_offset) if causal else OFFSET_LIMIT, clamp(local_offset)
 
 
 def debug_build() -> bool:

@@ -2,6 +2,11 @@
 
 Shapes (flash_attn layout): q (B, Sq, Hq, D), k/v (B, Sk, Hk, D), any strides with the last dim
 contiguous; out (B, Sq, Hq, D) contiguous; lse (B, Hq, Sq) fp32, natural log.
+
+Mask: key j is visible to query i iff (not causal or j <= i + causal_offset) and (local_offset is None
+or j >= i + local_offset). softcap > 0: scores become softcap * tanh(scale * q.k / softcap). sink: None
+or a (Hq,) float32 contiguous tensor of learnable sink logits, one extra term exp(sink[h]) in every
+row's softmax denominator (lse includes it).
 """
 from __future__ import annotations
 
@@ -12,17 +17,18 @@ import torch
 
 from ..runtime import launch, tma
 from ..variants import FWD_PARAMS, FwdTile, FwdVariant, fwd_tile
-from .common import DTYPE_NAMES, I32_MAX, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, debug_build, device_index
+from .common import DTYPE_NAMES, LOG2E, MAX_GRID_X, OFFSET_LIMIT, PLAN_LIMIT, PTR, band, debug_build, device_index
 
 
-def fwd_variant(q, causal: bool, seqlen_k: int) -> FwdVariant:
+def fwd_variant(q, causal: bool, seqlen_k: int, softcap: bool = False) -> FwdVariant:
+    """causal: the banded variant (hopper.common.band)."""
     return _variant(q.shape[-1], DTYPE_NAMES[q.dtype], bool(causal), debug_build(),
-                    fwd_tile(q.shape[-1], causal, seqlen_k))
+                    fwd_tile(q.shape[-1], causal, seqlen_k, bool(softcap)), bool(softcap))
 
 
 @functools.cache
-def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, tile: FwdTile) -> FwdVariant:
-    return FwdVariant(head_dim, dtype, causal, debug=debug, tile=tile)
+def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, tile: FwdTile, softcap: bool) -> FwdVariant:
+    return FwdVariant(head_dim, dtype, causal, debug=debug, tile=tile, softcap=softcap)
 
 
 @functools.cache
@@ -32,28 +38,32 @@ def _loaded(variant: FwdVariant, device_index: int) -> launch.Loaded:
 
 
 class _FwdPlan:
-    """A forward launch for one call signature (shapes, strides, dtype, device, mask, scale), built
-    once: kernel, grid, the parameter block with every scalar field packed, and a tensor-map maker per
-    operand. A call then only allocates out/lse, fills in the maps and the LSE address, and launches."""
+    """A forward launch for one call signature (shapes, strides, dtype, device, mask, scale, softcap,
+    whether a sink comes), built once: kernel, grid, the parameter block with every scalar field
+    packed, and a tensor-map maker per operand. A call then only allocates out/lse, fills in the maps
+    and the LSE (and sink) address, and launches."""
 
     __slots__ = ("kernel", "grid", "threads", "dev", "device", "dtype", "out_shape", "out_stride",
-                 "lse_shape", "template", "size", "slots", "lse_at", "sched_at", "sched_words", "backward_plans")
+                 "lse_shape", "template", "size", "slots", "lse_at", "sched_at", "sched_words", "sink_at",
+                 "backward_plans")
 
-    def __init__(self, q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False):
+    def __init__(self, q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False,
+                 local_offset: int | None = None, softcap: float = 0.0, sink: bool = False):
         """q, k, v in the flash_attn layout (B, S, H, D), or with ``bhsd`` in torch's (B, H, S, D)
         (then out is made (B, Hq, Sq, D) with the flash_attn layout's strides: a transposed view of
         a contiguous (B, Sq, Hq, D) tensor, without a view op per call)."""
         (B, Sq, Hq, D), q_stride = _bshd(q, bhsd)
         (_, Sk, Hk, _), k_stride = _bshd(k, bhsd)
         _, v_stride = _bshd(v, bhsd)
-        variant = fwd_variant(q, causal, Sk)
+        banded, causal_offset, local_offset = band(causal, causal_offset, local_offset)
+        variant = fwd_variant(q, banded, Sk, softcap > 0)
         self.dev = device_index(q)
         self.kernel = _loaded(variant, self.dev)
         num_m_blocks = -(-Sq // variant.block_m)
         tiles = num_m_blocks * Hq * B
         if tiles > MAX_GRID_X:
             raise ValueError(f"too many tiles for one launch: {tiles} > {MAX_GRID_X}")
-        ctas = fwd_grid(variant, tiles, Sq, causal, causal_offset, _sm_count(self.dev))
+        ctas = fwd_grid(variant, tiles, Sq, causal_offset, local_offset, _sm_count(self.dev))
         self.grid, self.threads = (ctas, 1, 1), variant.threads
         self.device, self.dtype = q.device, q.dtype
         out_stride = (Sq * Hq * D, Hq * D, D, 1)
@@ -66,8 +76,11 @@ class _FwdPlan:
         self.template = FWD_PARAMS.pack(
             q=blank, k=blank, v=blank, o=blank, lse=0, tile_sched=0,
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
-            num_m_blocks=num_m_blocks, num_tiles=tiles, causal_offset=causal_offset,
-            scale_log2=softmax_scale * LOG2E,
+            num_m_blocks=num_m_blocks, num_tiles=tiles, causal_offset=causal_offset, local_offset=local_offset,
+            # softcap: the tanh takes scale / softcap, the exponent softcap (mask.cuh)
+            scale_log2=(softcap if softcap > 0 else softmax_scale) * LOG2E,
+            softcap_scale=softmax_scale / softcap if softcap > 0 else 0.0,
+            sink=0,
         )
         self.size = len(self.template)
         es, offsets = q.element_size(), FWD_PARAMS.offsets
@@ -79,6 +92,7 @@ class _FwdPlan:
                 ("v", (B, Sk, Hk, D), v_stride, variant.block_n, None),
                 ("o", (B, Sq, Hq, D), out_stride, 64, 1)))
         self.lse_at = offsets["lse"]
+        self.sink_at = offsets["sink"] if sink else None
         # A persistent causal grid claims tiles from a counter and hands them over through one word
         # per CTA, all zeroed every launch (with ctas == tiles the kernel takes the static path).
         dynamic = variant.dynamic_tiles and ctas < tiles
@@ -86,7 +100,8 @@ class _FwdPlan:
         # The backward launch plans of this forward's results (bwd.backward with fwd_plan).
         self.backward_plans: dict = {}
 
-    def __call__(self, q, k, v):
+    def __call__(self, q, k, v, sink=None):
+        """(out, lse) of tensors with the plan's signature; ``sink`` when the plan was made for one."""
         out = torch.empty_strided(self.out_shape, self.out_stride, dtype=self.dtype, device=self.device)
         lse = torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
         block = launch.staging_view(self.size)
@@ -94,6 +109,8 @@ class _FwdPlan:
         for (at, maker), t in zip(self.slots, (q, k, v, out)):
             block[at:at + 128] = maker(t.data_ptr())
         PTR.pack_into(block, self.lse_at, lse.data_ptr())
+        if self.sink_at is not None:
+            PTR.pack_into(block, self.sink_at, sink.data_ptr())
         if self.sched_at is not None:
             sched = torch.zeros((self.sched_words,), dtype=torch.int32, device=self.device)
             PTR.pack_into(block, self.sched_at, sched.data_ptr())
@@ -101,16 +118,18 @@ class _FwdPlan:
         return out, lse
 
 
-def fwd_grid(variant: FwdVariant, tiles: int, seqlen_q: int, causal: bool, causal_offset: int,
+def fwd_grid(variant: FwdVariant, tiles: int, seqlen_q: int, causal_offset: int, local_offset: int,
              sm_count: int) -> int:
     """CTAs to launch for `tiles` forward tiles: one per tile, or for a persistent variant a grid of
     one per SM. Without its own O buffer the kernel stages O in sQ, which a persistent CTA may only do
-    on tiles that load Q: so no persistent grid where some tile sees no key at all (causal with
-    min(block_m, Sq) + causal_offset <= 0)."""
+    on tiles that load Q: so no persistent grid where some tile may see no key at all (banded with
+    min(block_m, Sq) + causal_offset <= 0, or with a window's lower edge). Offsets as band() gives."""
     if not variant.tile.persistent or tiles <= sm_count:
         return tiles
-    if not variant.separate_o and causal and min(variant.block_m, seqlen_q) + causal_offset <= 0:
-        return tiles
+    if not variant.separate_o and variant.causal:
+        windowed = local_offset > -OFFSET_LIMIT
+        if windowed or min(variant.block_m, seqlen_q) + causal_offset <= 0:
+            return tiles
     return sm_count
 
 
@@ -122,46 +141,48 @@ def _sm_count(device_index: int) -> int:
 _plans: dict[tuple, _FwdPlan] = {}
 
 
-def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int):
+def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, local_offset: int | None = None,
+            softcap: float = 0.0, sink=None):
     """Attention forward on the Hopper kernel. Returns (out, lse); see the module docstring."""
-    return _forward(q, k, v, softmax_scale, causal, causal_offset, False)
+    return _forward(q, k, v, softmax_scale, causal, causal_offset, False, local_offset, softcap, sink)
 
 
 def forward_bhsd(query, key, value, softmax_scale: float, causal: bool):
     """forward() on torch's layout: query (B, Hq, Sq, D), key/value (B, Hk, Sk, D), the mask
     top-left aligned (torch's is_causal). Returns out (B, Hq, Sq, D), a transposed view's strides of
     a contiguous (B, Sq, Hq, D) buffer, and lse (B, Hq, Sq)."""
-    return _forward(query, key, value, softmax_scale, causal, 0, True)
+    return _forward(query, key, value, softmax_scale, causal, 0, True, None, 0.0, None)
 
 
-def forward_plan(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False):
+def forward_plan(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False,
+                 local_offset: int | None = None, softcap: float = 0.0, sink=None):
     """The launch plan an earlier forward() (bhsd: forward_bhsd()) with this signature built, or None.
-    Calling it with tensors of that signature is that forward: plan(q, k, v) -> (out, lse)."""
-    return _plans.get(_plan_key(q, k, v, softmax_scale, causal, causal_offset, bhsd))
+    Calling it with tensors of that signature is that forward: plan(q, k, v[, sink]) -> (out, lse)."""
+    return _plans.get(_plan_key(q, k, v, softmax_scale, causal, causal_offset, bhsd, local_offset, softcap,
+                                sink is not None))
 
 
-def _plan_key(q, k, v, softmax_scale, causal, causal_offset, bhsd):
-    causal_offset = max(min(causal_offset, I32_MAX), -I32_MAX) if causal else 0
-    return (q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, causal, causal_offset,
-            softmax_scale, bhsd, debug_build())
+def _plan_key(q, k, v, softmax_scale, causal, causal_offset, bhsd, local_offset, softcap, has_sink):
+    return (q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device,
+            band(causal, causal_offset, local_offset), softmax_scale, softcap, has_sink, bhsd, debug_build())
 
 
-def _forward(q, k, v, softmax_scale, causal, causal_offset, bhsd):
-    causal_offset = max(min(causal_offset, I32_MAX), -I32_MAX) if causal else 0
-    key = _plan_key(q, k, v, softmax_scale, causal, causal_offset, bhsd)
+def _forward(q, k, v, softmax_scale, causal, causal_offset, bhsd, local_offset, softcap, sink):
+    key = _plan_key(q, k, v, softmax_scale, causal, causal_offset, bhsd, local_offset, softcap, sink is not None)
     plan = _plans.get(key)
     if plan is None:
         (B, Sq, Hq, D), _ = _bshd(q, bhsd)
         if B * Sq * Hq * D == 0 or _bshd(k, bhsd)[0][1] == 0:
-            out, lse = _forward_without_keys(B, Sq, Hq, D, q)
+            out, lse = _forward_without_keys(B, Sq, Hq, D, q, sink)
             return (out.transpose(1, 2) if bhsd else out), lse
         if not softmax_scale > 0:
             raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")
-        plan = _FwdPlan(q, k, v, softmax_scale, causal, causal_offset, bhsd)
+        plan = _FwdPlan(q, k, v, softmax_scale, causal, causal_offset, bhsd, local_offset, softcap,
+                        sink is not None)
         if len(_plans) >= PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan
-    return plan(q, k, v)
+    return plan(q, k, v, sink)
 
 
 def _bshd(t, bhsd: bool):
@@ -172,9 +193,11 @@ def _bshd(t, bhsd: bool):
     return tuple(shape), stride
 
 
-def _forward_without_keys(B, Sq, Hq, D, q):
+def _forward_without_keys(B, Sq, Hq, D, q, sink=None):
     """(out (B, Sq, Hq, D), lse) of an empty call, or of Sk == 0 (every row fully masked: out 0,
-    lse -inf)."""
+    lse -inf, or the sink's logit where there is one)."""
     out = torch.zeros((B, Sq, Hq, D), dtype=q.dtype, device=q.device)
+    if sink is not None:
+        return out, sink.float().view(1, Hq, 1).expand(B, Hq, Sq).contiguous()
     lse = torch.full((B, Hq, Sq), -math.inf, dtype=torch.float32, device=q.device)
     return out, lse

@@ -1,0 +1,132 @@
+"""Speed of the training features on the GPU: sliding windows, softcap and learnable sinks, forward and
+forward+backward, fa3lite beside FlashAttention-4 (when importable) and beside fa3lite's own dense
+path, TFLOP/s counted on the scores inside the band (the work a window leaves).
+
+    python tools/feature_bench.py [--tokens 16384] [--width 2048] [--out DIR]
+
+Implementations are timed in alternation, one configuration at a time (CUDA events, median of
+--reps calls after --warmup), so the ratios compare within one machine state. Writes
+feature_bench.json (every row) and prints a table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+import torch
+
+import fa3lite
+
+CASES = (   # (label, causal, window, softcap, sink)
+    ("dense", False, (-1, -1), 0.0, False),
+    ("causal", True, (-1, -1), 0.0, False),
+    ("causal+window1024", True, (1024, -1), 0.0, False),
+    ("window(512,512)", False, (512, 512), 0.0, False),
+    ("causal+softcap30", True, (-1, -1), 30.0, False),
+    ("causal+sink", True, (-1, -1), 0.0, True),
+    ("causal+window1024+softcap+sink", True, (1024, -1), 30.0, True),
+)
+
+
+def band_pairs(sq: int, sk: int, causal: bool, window) -> int:
+    """Visible (query, key) pairs of one head under flash_attn's window semantics."""
+    left, right = window
+    if causal:
+        right = 0
+    total = 0
+    for i in range(sq):
+        hi = sk - 1 if right < 0 else min(sk - 1, i + sk - sq + right)
+        lo = 0 if left < 0 else max(0, i + sk - sq - left)
+        total += max(0, hi - lo + 1)
+    return total
+
+
+def fa4_call():
+    try:
+        from flash_attn.cute import flash_attn_func as fa4
+    except Exception as exc:  # noqa: BLE001 - absent or broken: report and go on without it
+        print(f"FA4 not timed: {type(exc).__name__}: {exc}")
+        return None
+
+    def call(q, k, v, causal, window, softcap, sink):
+        win = tuple(None if w < 0 else w for w in window)
+        out = fa4(q, k, v, causal=causal, window_size=win, softcap=softcap, learnable_sink=sink)
+        return out[0] if isinstance(out, tuple) else out
+    return call
+
+
+def ours(q, k, v, causal, window, softcap, sink):
+    return fa3lite.flash_attn_func(q, k, v, causal=causal, window_size=window, softcap=softcap,
+                                   learnable_sink=sink, backend="fa3lite")
+
+
+def timed(fn, reps: int, warmup: int) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokens", type=int, default=16384)
+    ap.add_argument("--width", type=int, default=2048)
+    ap.add_argument("--seqlens", default="4096,16384")
+    ap.add_argument("--head-dims", default="64,128,256")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=Path("."))
+    args = ap.parse_args()
+    impls = {"fa3lite": ours}
+    fa4 = fa4_call()
+    if fa4 is not None:
+        impls["fa4"] = fa4
+    rows = []
+    for d in (int(x) for x in args.head_dims.split(",")):
+        for s in (int(x) for x in args.seqlens.split(",")):
+            b, h = max(1, args.tokens // s), args.width // d
+            q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                       for _ in range(3))
+            dout = torch.randn_like(q)
+            for label, causal, window, softcap, sink_on in CASES:
+                sink = torch.randn(h, device="cuda", requires_grad=True) if sink_on else None
+                flops = 4 * d * band_pairs(s, s, causal, window) * b * h
+                row = {"d": d, "S": s, "B": b, "H": h, "case": label}
+                for name, call in impls.items():
+                    def fwd():
+                        with torch.no_grad():
+                            call(q, k, v, causal, window, softcap, sink)
+
+                    def fwd_bwd():
+                        out = call(q, k, v, causal, window, softcap, sink)
+                        torch.autograd.grad(out, (q, k, v) + ((sink,) if sink is not None else ()), dout)
+                    try:
+                        f_ms, fb_ms = timed(fwd, args.reps, args.warmup), timed(fwd_bwd, args.reps, args.warmup)
+                    except Exception as exc:  # noqa: BLE001 - a peer without the feature: note it
+                        row[name] = f"{type(exc).__name__}: {str(exc)[:80]}"
+                        continue
+                    row[name] = {"fwd_ms": f_ms, "fwd_bwd_ms": fb_ms, "fwd_tflops": flops / f_ms / 1e9,
+                                 "fwd_bwd_tflops": 3.5 * flops / fb_ms / 1e9}
+                rows.append(row)
+                cells = []
+                for name in impls:
+                    r = row.get(name)
+                    cells.append(f"{name} {r['fwd_tflops']:6.1f}/{r['fwd_bwd_tflops']:6.1f}" if isinstance(r, dict)
+                                 else f"{name} {r}")
+                print(f"d={d:3d} S={s:5d} {label:32s} " + "  ".join(cells), flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "feature_bench.json").write_text(json.dumps(
+        {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
