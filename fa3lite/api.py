@@ -81,6 +81,48 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=Fal
     return (out, lse) if return_lse else out
 
 
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q=None,
+                           seqused_k=None, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                           learnable_sink=None, deterministic=False, return_lse=False, backend="auto"):
+    """Attention over a batch of sequences packed without padding (flash_attn's varlen layout).
+
+    Args:
+        q: (total_q, Hq, D); k, v: (total_k, Hk, D); sequence b owns rows cu_seqlens_q[b] to
+            cu_seqlens_q[b + 1] of q (cu_seqlens_k of k and v). Hq a multiple of Hk; one dtype and
+            device as in flash_attn_func.
+        cu_seqlens_q, cu_seqlens_k: int32 (B + 1,) cumulative offsets, starting at 0, non-decreasing.
+        max_seqlen_q, max_seqlen_k: ints >= the longest sequence's length (they size the grid; they
+            are not checked against the offsets, which live on the GPU).
+        seqused_q, seqused_k: None or int32 (B,): sequence b uses only the first seqused[b] rows it owns.
+        softmax_scale, causal, window_size, softcap, learnable_sink, deterministic, return_lse, backend:
+            as in flash_attn_func, per sequence (causal and windows aligned to each sequence's
+            bottom-right corner). Sequences of length 0 and 1 are allowed.
+
+    Returns:
+        out (total_q, Hq, D) in q's dtype (zero in rows no sequence uses), or (out, lse) with lse
+        (Hq, total_q) float32, natural log (-inf in unused rows and in rows that see no key without a
+        sink). Gradients are zero in unused rows.
+
+    Raises:
+        fa3lite.InputError listing every invalid argument.
+    """
+    problems = checks.varlen_problems(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                      seqused_q, seqused_k)
+    problems += checks.scale_problems("softmax_scale", softmax_scale)
+    problems += checks.flag_problems(causal=causal, deterministic=deterministic, return_lse=return_lse)
+    problems += checks.backend_problems(backend)
+    problems += checks.window_problems(window_size) + checks.softcap_problems(softcap)
+    if isinstance(q, torch.Tensor) and q.dim() == 3:
+        problems += checks.sink_problems(learnable_sink, q.unsqueeze(0))
+    checks.raise_if_any(problems, "flash_attn_varlen_func")
+    scale = q.shape[2] ** -0.5 if softmax_scale is None else float(softmax_scale)
+    band, causal_offset, local_offset = _band(0, 0, causal, window_size)    # relative to each diagonal
+    out, lse = ops.varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, int(max_seqlen_q),
+                                    int(max_seqlen_k), scale, band, causal_offset, local_offset, float(softcap),
+                                    learnable_sink, deterministic, backend)
+    return (out, lse) if return_lse else out
+
+
 def _band(seqlen_q: int, seqlen_k: int, causal: bool, window_size) -> tuple[bool, int, int | None]:
     """flash_attn's (causal, window_size) as the ops take the mask: (causal, causal_offset,
     local_offset), key j visible to query i iff (not causal or j <= i + causal_offset) and

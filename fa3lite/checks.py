@@ -206,6 +206,63 @@ def sink_problems(sink, q, name: str = "learnable_sink") -> list[str]:
     return problems
 
 
+def varlen_problems(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q=None,
+                    seqused_k=None) -> list[str]:
+    """Problems with the tensors of a varlen call: q (total_q, Hq, D), k and v (total_k, Hk, D) as in
+    attention_problems (one dtype and device, Hq a multiple of Hk, k and v alike); cu_seqlens_q/k int32
+    1-D (B + 1,) on q's device; seqused_q/k None or int32 (B,) there; max_seqlen_q/k ints >= 0.
+    (Values inside the offset tensors are not read: that would wait for the GPU.)"""
+    problems = []
+    qkv = []
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if isinstance(t, torch.Tensor) and t.dim() != 3:
+            problems.append(f"{name}.dim(): expected 3 dimensions (total tokens, nheads, head dim), got {t.dim()} "
+                            f"with shape {_shape(t)}")
+            qkv.append(None)
+        else:
+            qkv.append(t.unsqueeze(0) if isinstance(t, torch.Tensor) else t)
+    if not problems:
+        problems += [p.replace("(batch, seqlen, nheads, head dim)", "(total tokens, nheads, head dim)")
+                     for p in attention_problems(*qkv) if not p.startswith(("k.shape[0]",))]
+    device = q.device if isinstance(q, torch.Tensor) else None
+    batch = None
+    for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if not isinstance(t, torch.Tensor):
+            problems.append(f"{name}: expected an int32 torch.Tensor of shape (batch + 1,), got {_type_name(t)}")
+            continue
+        if t.dtype != torch.int32 or t.dim() != 1 or t.shape[0] < 1:
+            problems.append(f"{name}: expected an int32 tensor of shape (batch + 1,), got {t.dtype} {_shape(t)}")
+        elif batch is None:
+            batch = t.shape[0] - 1
+        elif t.shape[0] - 1 != batch:
+            problems.append(f"{name}.shape: expected ({batch + 1},) like cu_seqlens_q, got {_shape(t)}")
+        if device is not None and t.device != device:
+            problems.append(f"{name}.device: expected q's device ({device}), got {t.device}")
+    for name, t in (("seqused_q", seqused_q), ("seqused_k", seqused_k)):
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.int32 or t.dim() != 1 or (
+                batch is not None and t.shape[0] != batch):
+            got = f"{t.dtype} {_shape(t)}" if isinstance(t, torch.Tensor) else _type_name(t)
+            problems.append(f"{name}: expected None or an int32 tensor of shape (batch,) = ({batch},), got {got}")
+        elif device is not None and t.device != device:
+            problems.append(f"{name}.device: expected q's device ({device}), got {t.device}")
+    for name, n in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if isinstance(n, bool) or not isinstance(n, (int, torch.SymInt)) or (isinstance(n, int) and n < 0):
+            problems.append(f"{name}: expected an int >= 0 (the longest sequence), got {n!r}")
+    return problems
+
+
+def varlen_op_problems(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k,
+                       softcap, sink, backend) -> list[str]:
+    """Every problem with the arguments of the custom ops fa3lite::varlen_fwd / varlen_bwd (the tensors
+    of flash_attn_varlen_func, softcap, sink, backend)."""
+    problems = varlen_problems(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k)
+    if isinstance(q, torch.Tensor) and q.dim() == 3:
+        problems += sink_problems(sink, q.unsqueeze(0), "sink")
+    return problems + softcap_problems(softcap) + backend_problems(backend)
+
+
 def fwd_op_problems(q, k, v, softmax_scale, backend, softcap=0.0, sink=None) -> list[str]:
     """Every problem with the arguments of the custom op fa3lite::fwd (flash_attn layout), which may be
     called directly: the same rules as flash_attn_func. (The dispatcher has already checked each

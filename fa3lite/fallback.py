@@ -189,3 +189,45 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
     if sink is None:
         return dq, dk, dv
     return dq, dk, dv, dsink.reshape(-1).to(sink.dtype)
+
+
+def _sequences(cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k):
+    """[(q_start, seqlen_q, k_start, seqlen_k)] per sequence (reads the offsets back to the host)."""
+    cq, ck = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
+    uq = seqused_q.tolist() if seqused_q is not None else [b - a for a, b in zip(cq, cq[1:])]
+    uk = seqused_k.tolist() if seqused_k is not None else [b - a for a, b in zip(ck, ck[1:])]
+    return list(zip(cq[:-1], uq, ck[:-1], uk))
+
+
+def forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale: float, causal: bool, causal_offset: int,
+                   local_offset: int | None = None, softcap: float = 0.0, sink=None, seqused_q=None, seqused_k=None):
+    """Varlen forward, one sequence at a time (fa3lite/hopper/varlen.py has the layout and the mask:
+    the offsets are relative to each sequence's diagonal). Returns out (total_q, Hq, D) in q.dtype,
+    zero in rows no sequence uses, and lse (Hq, total_q) float32, -inf there."""
+    out = torch.zeros(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.full((q.shape[1], q.shape[0]), -math.inf, dtype=torch.float32, device=q.device)
+    for qs, sq, ks, sk in _sequences(cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k):
+        o, l = forward(q[qs:qs + sq].unsqueeze(0), k[ks:ks + sk].unsqueeze(0), v[ks:ks + sk].unsqueeze(0),
+                       softmax_scale, causal, causal_offset + sk - sq,
+                       None if local_offset is None else local_offset + sk - sq, softcap, sink)
+        out[qs:qs + sq] = o[0]
+        lse[:, qs:qs + sq] = l[0]
+    return out, lse
+
+
+def backward_varlen(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, softmax_scale: float, causal: bool,
+                    causal_offset: int, local_offset: int | None = None, softcap: float = 0.0, sink=None,
+                    seqused_q=None, seqused_k=None):
+    """Varlen backward, one sequence at a time: (dq, dk, dv) shaped like q, k, v (zero in unused
+    rows), and dsink after them with a sink."""
+    dq, dk, dv = (torch.zeros(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
+    dsink = torch.zeros_like(sink) if sink is not None else None
+    for qs, sq, ks, sk in _sequences(cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k):
+        grads = backward(dout[qs:qs + sq].unsqueeze(0), q[qs:qs + sq].unsqueeze(0), k[ks:ks + sk].unsqueeze(0),
+                         v[ks:ks + sk].unsqueeze(0), out[qs:qs + sq].unsqueeze(0), None, softmax_scale, causal,
+                         causal_offset + sk - sq, local_offset=None if local_offset is None else local_offset + sk - sq,
+                         softcap=softcap, sink=sink)
+        dq[qs:qs + sq], dk[ks:ks + sk], dv[ks:ks + sk] = grads[0][0], grads[1][0], grads[2][0]
+        if sink is not None:
+            dsink = dsink + grads[3]
+    return (dq, dk, dv) if sink is None else (dq, dk, dv, dsink)

@@ -381,3 +381,134 @@ def attention(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, d
                          local_offset, softcap, sink)
     return _eager_apply(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked, plan,
                         bhsd, local_offset, softcap, sink)
+
+
+# ------------------------------------------------------------------ packed variable-length sequences
+# varlen_fwd(q (total_q, Hq, D), k, v (total_k, Hk, D), cu_seqlens_q, cu_seqlens_k (B + 1,) int32,
+#            seqused_q, seqused_k (B,) int32 or None, max_seqlen_q, max_seqlen_k, softmax_scale, causal,
+#            causal_offset, local_offset, softcap, sink, deterministic, backend)
+#     -> (out (total_q, Hq, D), lse (Hq, total_q) fp32)
+# varlen_bwd(dout, out, lse and the forward's arguments) -> (dq, dk, dv, dsink); dsink (0,) without a sink
+# The mask's offsets are relative to each sequence's bottom-right diagonal (fa3lite/hopper/varlen.py).
+# Both run on the Hopper kernels where they take the inputs, else on the torch math one sequence at a
+# time (fa3lite.fallback), with the same FallbackWarning / InputError rules as the fixed-length ops.
+
+
+def _varlen_module(q, k, v, softmax_scale, backend, entry, softcap):
+    """fa3lite.hopper when its varlen ``entry`` can run these (total, H, D) inputs, else None: the
+    kernels' limits are those of a (1, total, H, D) batch."""
+    return _kernel_module(*(t.unsqueeze(0) for t in (q, k, v)), softmax_scale, backend, entry, softcap)
+
+
+def _varlen_fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, softmax_scale, causal,
+                     causal_offset, local_offset, softcap, sink, backend):
+    module = _varlen_module(q, k, v, softmax_scale, backend, "forward_varlen", softcap)
+    if module is not None:
+        result = _on_kernels(backend, lambda: module.forward_varlen(
+            q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, softmax_scale, causal, causal_offset, local_offset,
+            softcap, kernel_sink(sink), seqused_q, seqused_k))
+        if result is not None:
+            return result
+    out, lse = fallback.forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale, causal, causal_offset,
+                                       local_offset, softcap, sink, seqused_q, seqused_k)
+    return out.contiguous(), lse.contiguous()
+
+
+def _varlen_bwd_impl(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
+                     max_seqlen_k, softmax_scale, causal, causal_offset, local_offset, softcap, sink, deterministic,
+                     backend):
+    """(dq, dk, dv, dsink or None)."""
+    module = _varlen_module(q, k, v, softmax_scale, backend, "backward_varlen", softcap)
+    result = None
+    if module is not None:
+        result = _on_kernels(backend, lambda: module.backward_varlen(
+            dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale, causal,
+            causal_offset, local_offset, softcap, kernel_sink(sink), seqused_q, seqused_k, deterministic))
+    if result is None:
+        result = fallback.backward_varlen(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, softmax_scale, causal,
+                                          causal_offset, local_offset, softcap, sink, seqused_q, seqused_k)
+    if sink is None:
+        return tuple(result) + (None,)
+    dq, dk, dv, dsink = result
+    return dq, dk, dv, dsink.to(sink.dtype)
+
+
+@torch.library.custom_op(f"{_NAMESPACE}::varlen_fwd", mutates_args=())
+def varlen_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+               cu_seqlens_k: torch.Tensor, seqused_q: torch.Tensor | None, seqused_k: torch.Tensor | None,
+               max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, causal: bool, causal_offset: int,
+               local_offset: int | None, softcap: float, sink: torch.Tensor | None, deterministic: bool,
+               backend: str) -> tuple[torch.Tensor, torch.Tensor]:
+    checks.raise_if_any(checks.varlen_op_problems(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                                  seqused_q, seqused_k, softcap, sink, backend), "fa3lite::varlen_fwd")
+    return _varlen_fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, softmax_scale,
+                            causal, causal_offset, local_offset, softcap, sink, backend)
+
+
+@varlen_fwd.register_fake
+def _varlen_fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
+                     softmax_scale, causal, causal_offset, local_offset, softcap, sink, deterministic, backend):
+    return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+
+
+@torch.library.custom_op(f"{_NAMESPACE}::varlen_bwd", mutates_args=())
+def varlen_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+               lse: torch.Tensor, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor,
+               seqused_q: torch.Tensor | None, seqused_k: torch.Tensor | None, max_seqlen_q: int, max_seqlen_k: int,
+               softmax_scale: float, causal: bool, causal_offset: int, local_offset: int | None, softcap: float,
+               sink: torch.Tensor | None, deterministic: bool, backend: str
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    checks.raise_if_any(checks.varlen_op_problems(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                                  seqused_q, seqused_k, softcap, sink, backend), "fa3lite::varlen_bwd")
+    grads = _varlen_bwd_impl(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
+                             max_seqlen_k, softmax_scale, causal, causal_offset, local_offset, softcap, sink,
+                             deterministic, backend)
+    return tuple(q.new_empty((0,)) if g is None else g.contiguous() for g in grads)
+
+
+@varlen_bwd.register_fake
+def _varlen_bwd_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
+                     max_seqlen_k, softmax_scale, causal, causal_offset, local_offset, softcap, sink, deterministic,
+                     backend):
+    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
+            sink.new_empty(sink.shape) if sink is not None else q.new_empty((0,)))
+
+
+_VARLEN_SINK_INDEX = 14   # sink's position among varlen_fwd's arguments
+
+
+def _varlen_setup_context(ctx, inputs, output):
+    q, k, v, cu_q, cu_k, used_q, used_k, max_q, max_k = inputs[:9]
+    scale, causal, causal_offset, local_offset, softcap, sink, deterministic, backend = inputs[9:]
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, used_q, used_k, sink)
+    ctx.args = (max_q, max_k, scale, causal, causal_offset, local_offset, softcap)
+    ctx.flags = (deterministic, backend)
+    ctx.mark_non_differentiable(lse)
+
+
+def _varlen_backward(ctx, dout, dlse):
+    q, k, v, out, lse, cu_q, cu_k, used_q, used_k, sink = ctx.saved_tensors
+    dq, dk, dv, dsink = torch.ops.fa3lite.varlen_bwd(dout, q, k, v, out, lse, cu_q, cu_k, used_q, used_k, *ctx.args,
+                                                     sink, *ctx.flags)
+    grads = [None] * len(ctx.needs_input_grad)
+    grads[:3] = dq, dk, dv
+    if sink is not None and ctx.needs_input_grad[_VARLEN_SINK_INDEX]:
+        grads[_VARLEN_SINK_INDEX] = dsink
+    return tuple(grads)
+
+
+varlen_fwd.register_autograd(_varlen_backward, setup_context=_varlen_setup_context)
+
+
+def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q: int,
+                     max_seqlen_k: int, softmax_scale: float, causal: bool, causal_offset: int,
+                     local_offset: int | None, softcap: float, sink, deterministic: bool, backend: str):
+    """(out, lse) of validated varlen arguments: straight to the implementation when no autograd node
+    is needed, else through the custom op (which records it; also while torch.compile traces)."""
+    if not torch.compiler.is_compiling() and not autograd_needed(q, k, v, sink):
+        return _varlen_fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
+                                softmax_scale, causal, causal_offset, local_offset, softcap, sink, backend)
+    return torch.ops.fa3lite.varlen_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
+                                        max_seqlen_k, softmax_scale, causal, causal_offset, local_offset, softcap,
+                                        sink, deterministic, backend)

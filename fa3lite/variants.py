@@ -60,6 +60,9 @@ def fwd_tile(head_dim: int, causal: bool, seqlen_k: int = 0, softcap: bool = Fal
 FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("o", "tma"),
     ("lse", "ptr"), ("tile_sched", "ptr"), ("sink", "ptr"),
+    ("cu_seqlens_q", "ptr"), ("cu_seqlens_k", "ptr"), ("seqused_q", "ptr"), ("seqused_k", "ptr"),
+    ("q_base", "ptr"), ("k_base", "ptr"), ("v_base", "ptr"), ("o_base", "ptr"), ("seq_maps", "ptr"),
+    ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
     ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("causal_offset", "i32"), ("local_offset", "i32"),
     ("scale_log2", "f32"), ("softcap_scale", "f32"),
@@ -76,6 +79,7 @@ class FwdVariant:
     debug: bool = False
     tile: FwdTile | None = None   # None: the tile FWD_TILES gives short sequences
     softcap: bool = False         # scores through softcap * tanh(s / softcap): config.cuh kSoftcap
+    varlen: bool = False          # packed variable-length sequences (one CTA per tile): kVarlen
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -84,6 +88,8 @@ class FwdVariant:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         if self.tile is None:
             object.__setattr__(self, "tile", fwd_tile(self.head_dim, self.causal, softcap=self.softcap))
+        if self.varlen and self.tile.persistent:
+            object.__setattr__(self, "tile", self.tile._replace(persistent=False))
 
     @property
     def block_m(self) -> int:
@@ -136,6 +142,7 @@ class FwdVariant:
                 ("FA3LITE_DTYPE_BF16", "1" if self.dtype == "bf16" else "0"),
                 ("FA3LITE_CAUSAL", "1" if self.causal else "0"),
                 ("FA3LITE_SOFTCAP", "1" if self.softcap else "0"),
+                ("FA3LITE_VARLEN", "1" if self.varlen else "0"),
                 ("FA3LITE_BLOCK_M", str(self.block_m)),
                 ("FA3LITE_BLOCK_N", str(self.block_n)),
                 ("FA3LITE_STAGES", str(self.stages)),
@@ -151,8 +158,11 @@ class FwdVariant:
 
 def all_fwd_variants() -> list[FwdVariant]:
     """Every forward kernel the host can pick (each tile of FWD_TILES, both dtypes, with and without
-    softcap)."""
+    softcap; varlen with the short-sequence tile, one CTA per tile)."""
     tiles = {(d, c, sc): ({fwd_tile(d, c, 0, True)} if sc and d in SOFTCAP_TILES else {t for _, t in FWD_TILES[(d, c)]})
              for d in HEAD_DIMS for c in (False, True) for sc in (False, True)}
-    return [FwdVariant(d, t, c, tile=tile, softcap=sc) for (d, c, sc), ts in tiles.items() for t in DTYPES
-            for tile in sorted(ts)]
+    fixed = [FwdVariant(d, t, c, tile=tile, softcap=sc) for (d, c, sc), ts in tiles.items() for t in DTYPES
+             for tile in sorted(ts)]
+    varlen = [FwdVariant(d, t, c, softcap=sc, varlen=True) for d in HEAD_DIMS for t in DTYPES for c in (False, True)
+              for sc in (False, True)]
+    return fixed + varlen

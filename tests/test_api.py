@@ -32,7 +32,8 @@ def _rand(*shape, dtype=torch.float32, device="cpu", seed=0):
 # ---------------------------------------------------------------- package surface
 
 def test_public_names_and_a_light_import():
-    assert sorted(fa3lite.__all__) == sorted(["flash_attn_func", "scaled_dot_product_attention", "kernel_info",
+    assert sorted(fa3lite.__all__) == sorted(["flash_attn_func", "flash_attn_varlen_func",
+                                              "scaled_dot_product_attention", "kernel_info",
                                               "InputError", "FallbackWarning", "KernelUnavailable", "CacheWarning",
                                               "__version__"])
     assert all(hasattr(fa3lite, name) for name in fa3lite.__all__)

@@ -19,12 +19,13 @@ _NEEDS_ID = {(True, True): "dq+dkv", (True, False): "dq", (False, True): "dkv"}
 
 def _id(v):
     return (f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-{_NEEDS_ID[v.need_dq, v.need_dkv]}"
-            f"{'-f32' if v.dkv_f32 else ''}{'-softcap' if v.softcap else ''}")
+            f"{'-f32' if v.dkv_f32 else ''}{'-softcap' if v.softcap else ''}{'-varlen' if v.varlen else ''}")
 
 
 def test_all_variants_are_listed():
     variants = hopper_bwd.all_bwd_variants()
-    assert len(variants) == len(set(variants)) == 3 * 2 * 2 * 5 * 2   # head dims, dtypes, causal, needs x f32, softcap
+    # head dims, dtypes, causal, needs x f32, softcap; varlen: every gradient, f32 or not, softcap
+    assert len(variants) == len(set(variants)) == 3 * 2 * 2 * 5 * 2 + 3 * 2 * 2 * 2 * 2
     assert {(v.need_dq, v.need_dkv) for v in variants} == {(True, True), (True, False), (False, True)}
     assert not any(v.dkv_f32 and not v.need_dkv for v in variants)
 

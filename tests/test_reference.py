@@ -29,37 +29,54 @@ ATOL = 1e-5
 
 
 # ----------------------------------------------------------------------------- float64 reference
-def _mask(sq: int, sk: int, causal: bool, offset: int, device) -> torch.Tensor:
+def _mask(sq: int, sk: int, causal: bool, offset: int, device, local=False, local_offset=0) -> torch.Tensor:
     """(Sq, Sk) bool, True where key j is visible to query i."""
     i = torch.arange(sq, device=device)[:, None]
     j = torch.arange(sk, device=device)[None, :]
     visible = torch.ones(sq, sk, dtype=torch.bool, device=device)
-    return visible & (j <= i + offset) if causal else visible
+    if causal:
+        visible = visible & (j <= i + offset)
+    if local:
+        visible = visible & (j >= i + local_offset)
+    return visible
 
 
-def torch_attention(q, k, v, scale, causal, offset, dtype=torch.float64):
-    """Explicit softmax(scale q k^T + mask) v in ``dtype``; differentiable. Returns out, lse.
+def torch_attention(q, k, v, scale, causal, offset, dtype=torch.float64, *,
+                    local=False, local_offset=0, softcap=0.0, sink=None):
+    """Explicit softmax(z + mask, sink) v in ``dtype``; differentiable (sink too). Returns out, lse.
 
-    q (B, Sq, Hq, D), k/v (B, Sk, Hk, D); rows with no visible key give out 0 and lse -inf.
+    q (B, Sq, Hq, D), k/v (B, Sk, Hk, D), sink None or (Hq,); z = scale q k^T, capped to
+    softcap * tanh(z / softcap) when softcap > 0. The sink is an extra logit column, dropped after
+    the softmax. Rows with no visible key give out 0 and lse = the sink (-inf without one).
     """
     q, k, v = (t.to(dtype) for t in (q, k, v))
     group = q.shape[2] // k.shape[2]
     k = k.repeat_interleave(group, dim=2)
     v = v.repeat_interleave(group, dim=2)
     s = torch.einsum("bqhd,bkhd->bhqk", q, k) * scale
-    visible = _mask(q.shape[1], k.shape[1], causal, offset, q.device)
+    if softcap > 0:
+        s = softcap * torch.tanh(s / softcap)
+    visible = _mask(q.shape[1], k.shape[1], causal, offset, q.device, local, local_offset)
     s = s.masked_fill(~visible, -math.inf)
-    lse = torch.logsumexp(s, dim=-1)
+    logits = s
+    if sink is not None:
+        b, hq, sq, _ = s.shape
+        logits = torch.cat([s, sink.to(dtype)[None, :, None, None].expand(b, hq, sq, 1)], dim=-1)
+    lse = torch.logsumexp(logits, dim=-1)
     # exp(-inf - (-inf)) is nan on fully masked rows: those rows have no probability mass at all.
     p = torch.where(visible, torch.exp(s - lse[..., None]), torch.zeros((), dtype=dtype, device=q.device))
     p = torch.nan_to_num(p, nan=0.0)
     return torch.einsum("bhqk,bkhd->bqhd", p, v), lse
 
 
-def torch_grads(dout, q, k, v, scale, causal, offset, dtype=torch.float64):
+def torch_grads(dout, q, k, v, scale, causal, offset, dtype=torch.float64, *, sink=None, **features):
+    """dq, dk, dv (and dsink when ``sink`` is given) of torch_attention by autograd, in ``dtype``."""
     leaves = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
-    out, _ = torch_attention(*leaves, scale, causal, offset, dtype)
+    sink_leaf = None if sink is None else sink.detach().to(dtype).requires_grad_()
+    out, _ = torch_attention(*leaves, scale, causal, offset, dtype, sink=sink_leaf, **features)
     out.backward(dout.to(dtype))
+    if sink_leaf is not None:
+        leaves.append(sink_leaf)
     return tuple(t.grad for t in leaves)
 
 
@@ -89,21 +106,26 @@ def make_inputs(b, sq, sk, hq, hk, d, dtype, device="cpu", strided=False, seed=0
     return rand(sq, hq), rand(sk, hk), rand(sk, hk), rand(sq, hq)
 
 
-def check_against_torch(q, k, v, dout, scale, causal, offset, **kw):
-    """Run the oracle forward and backward and apply the FA rule to out, lse, dq, dk, dv."""
+def check_against_torch(q, k, v, dout, scale, causal, offset, *, _tiles=None, **features):
+    """Run the oracle forward and backward and apply the FA rule to out, lse, dq, dk, dv (and dsink).
+
+    ``features`` (local, local_offset, softcap, sink) go to both the oracle and torch_attention.
+    """
     from fa3lite.numba_kernels.reference import attention_backward, attention_forward
 
-    out, lse = attention_forward(q, k, v, scale, causal, offset, **kw)
+    out, lse = attention_forward(q, k, v, scale, causal, offset, _tiles=_tiles, **features)
     assert out.dtype == torch.float32 and lse.dtype == torch.float32
-    ref_out, ref_lse = torch_attention(q, k, v, scale, causal, offset)
-    pt_out, pt_lse = torch_attention(q, k, v, scale, causal, offset, torch.float32)
+    ref_out, ref_lse = torch_attention(q, k, v, scale, causal, offset, **features)
+    pt_out, pt_lse = torch_attention(q, k, v, scale, causal, offset, torch.float32, **features)
     assert_fa_rule("out", out, pt_out, ref_out)
     assert_fa_rule("lse", lse, pt_lse, ref_lse)
 
-    grads = attention_backward(dout, q, k, v, out, lse, scale, causal, offset, **kw)
-    ref_grads = torch_grads(dout, q, k, v, scale, causal, offset)
-    pt_grads = torch_grads(dout, q, k, v, scale, causal, offset, torch.float32)
-    for name, got, pt, ref in zip(("dq", "dk", "dv"), grads, pt_grads, ref_grads):
+    grads = attention_backward(dout, q, k, v, out, lse, scale, causal, offset, _tiles=_tiles, **features)
+    ref_grads = torch_grads(dout, q, k, v, scale, causal, offset, **features)
+    pt_grads = torch_grads(dout, q, k, v, scale, causal, offset, torch.float32, **features)
+    names = ("dq", "dk", "dv") if features.get("sink") is None else ("dq", "dk", "dv", "dsink")
+    assert len(grads) == len(names)
+    for name, got, pt, ref in zip(names, grads, pt_grads, ref_grads):
         assert got.dtype == torch.float32
         assert_fa_rule(name, got, pt, ref)
     return (out, lse), grads
@@ -200,6 +222,110 @@ def test_gpu_tile_geometry_in_simulator():
 
     q, k, v, dout = make_inputs(1, 67, 70, 2, 1, 40, torch.float16, seed=4)
     check_against_torch(q, k, v, dout, 40**-0.5, True, 70 - 67, _tiles=GPU_TILES)
+
+
+FEATURE_MAX_LEN = 10
+
+
+@st.composite
+def feature_problems(draw):
+    """problems() with a window, a softcap and a sink drawn on top (smaller: the simulator is slow)."""
+    p = draw(problems())
+    p["sq"], p["sk"] = min(p["sq"], FEATURE_MAX_LEN), min(p["sk"], FEATURE_MAX_LEN)
+    p["local"] = draw(st.booleans())
+    p["local_offset"] = draw(st.integers(-p["sq"] - 2, p["sk"] + 2))
+    p["softcap"] = draw(st.sampled_from([0.0, 0.5, 3.0]))
+    p["sink"] = draw(st.booleans())
+    return p
+
+
+# Sinks are drawn around a typical row logsumexp of these tests, so they matter but do not dominate.
+SINK_MEAN = 1.0
+
+
+def make_sink(hq, seed=0, device="cpu"):
+    """(Hq,) fp32 sink logits."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    return (torch.randn(hq, generator=gen) + SINK_MEAN).to(device)
+
+
+@sim
+@settings(max_examples=6, deadline=None)
+@given(feature_problems())
+def test_features_match_float64(p):
+    q, k, v, dout = make_inputs(p["b"], p["sq"], p["sk"], p["hq"], p["hk"], p["d"], p["dtype"],
+                                strided=p["strided"], seed=p["seed"])
+    scale = p["scale"] if p["scale"] is not None else p["d"] ** -0.5
+    sink = make_sink(p["hq"], p["seed"]) if p["sink"] else None
+    check_against_torch(q, k, v, dout, scale, p["causal"], p["offset"], local=p["local"],
+                        local_offset=p["local_offset"], softcap=p["softcap"], sink=sink)
+
+
+# (b, sq, sk, hq, hk, dtype, causal, causal_offset, local_offset or None (no window), softcap,
+#  sink dtype or None (no sink)). Tiles in the simulator are 4 query rows x 8 keys, so the lengths
+# cross and end inside tiles; sinks of any float dtype are used as fp32.
+FEATURE_CASES = {
+    "window_only": (1, 9, 13, 2, 1, torch.float32, False, 0, -1, 0.0, None),
+    "window_only_sq_gt_sk": (1, 13, 6, 2, 2, torch.float16, False, 0, -1, 0.0, None),
+    "causal_band": (1, 11, 14, 2, 1, torch.float32, True, 3, -1, 0.0, None),
+    "causal_band_sq_gt_sk": (1, 13, 7, 2, 1, torch.float32, True, -6, -8, 0.0, None),
+    "softcap": (2, 7, 10, 2, 1, torch.float16, True, 3, None, 0.8, None),
+    "sink": (1, 9, 5, 4, 2, torch.float32, True, -4, None, 0.0, torch.bfloat16),
+    "combined": (1, 10, 13, 4, 2, torch.float16, True, 3, -4, 1.0, torch.float32),
+    "combined_length_1": (2, 1, 9, 2, 1, torch.float32, True, 8, 5, 2.0, torch.float64),
+    "empty_band_with_sink": (1, 6, 9, 2, 1, torch.float32, True, 0, 1, 0.5, torch.float32),
+}
+
+
+@sim
+@pytest.mark.parametrize("case", FEATURE_CASES)
+def test_features_odd_shapes(case):
+    """Window, band, softcap and sink on shapes that end inside tiles, with rows that see no key
+    (Sq > Sk, or a band past the keys): those rows give out 0, lse = the sink (-inf without one)
+    and dq 0."""
+    b, sq, sk, hq, hk, dtype, causal, offset, local_offset, softcap, sink_dtype = FEATURE_CASES[case]
+    d, scale = 8, 1.7
+    q, k, v, dout = make_inputs(b, sq, sk, hq, hk, d, dtype, seed=10)
+    sink = None if sink_dtype is None else make_sink(hq, seed=11).to(sink_dtype)
+    local = local_offset is not None
+    (out, lse), grads = check_against_torch(q, k, v, dout, scale, causal, offset, local=local,
+                                            local_offset=local_offset or 0, softcap=softcap, sink=sink)
+    keyless = ~_mask(sq, sk, causal, offset, "cpu", local, local_offset or 0).any(dim=1)
+    assert torch.all(out[:, keyless] == 0) and torch.all(grads[0][:, keyless] == 0)
+    if sink is None:
+        assert torch.all(lse[:, :, keyless] == -math.inf)
+    else:
+        assert torch.equal(lse[:, :, keyless], sink.float()[None, :, None].expand(b, hq, sq)[:, :, keyless])
+        # Keyless rows have out 0, so dpsum 0: they alone give the sink no gradient.
+        assert torch.all((grads[3] == 0) == bool(keyless.all()))
+
+
+@sim
+@pytest.mark.parametrize(
+    "features, error, match",
+    [
+        (dict(sink=torch.zeros(3)), ValueError, r"sink: expected shape \(2,\)"),
+        (dict(sink=torch.zeros(1, 2)), ValueError, "sink: expected a 1-D tensor"),
+        (dict(sink=torch.zeros(2, dtype=torch.int32)), TypeError, "sink: expected dtype"),
+        (dict(sink=[0.0, 0.0]), TypeError, "sink: expected a torch.Tensor"),
+        (dict(sink=torch.zeros(2, device="meta")), ValueError, "sink: .*device meta"),
+        (dict(softcap=-1.0), ValueError, "softcap: expected a finite float >= 0"),
+        (dict(softcap=math.inf), ValueError, "softcap"),
+        (dict(softcap=math.nan), ValueError, "softcap"),
+        (dict(softcap="1"), ValueError, "softcap"),
+        (dict(local=True, local_offset=1.0), TypeError, "local_offset: expected an int"),
+        (dict(local_offset=True), TypeError, "local_offset"),
+    ],
+)
+def test_bad_features_name_the_argument(features, error, match):
+    from fa3lite.numba_kernels.reference import attention_backward, attention_forward
+
+    q, k, v, dout = make_inputs(1, 4, 4, 2, 1, 8, torch.float32)
+    with pytest.raises(error, match=match):
+        attention_forward(q, k, v, 0.5, True, 0, **features)
+    lse = torch.zeros(1, 2, 4)
+    with pytest.raises(error, match=match):
+        attention_backward(dout, q, k, v, q, lse, 0.5, True, 0, **features)
 
 
 @sim
@@ -308,6 +434,23 @@ def test_gpu_medium_matches_float64(dtype, mask):
     causal = mask != "none"
     offset = sk - sq if mask == "bottom_right" else 0
     check_against_torch(q, k, v, dout, d**-0.5, causal, offset)
+
+
+@pytest.mark.parametrize(
+    "sq, sk, causal, offset, local_offset, softcap",
+    [
+        (300, 517, True, 517 - 300, 517 - 300 - 100, 5.0),  # bottom-right sliding window of 101 keys
+        (517, 300, False, 0, -40, 0.0),  # window only, Sq > Sk: the last rows see no key
+    ],
+)
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_gpu_features_match_float64(sq, sk, causal, offset, local_offset, softcap):
+    """Window, softcap and sink on the GPU tiles (64 x 64), crossing many tiles and skipping some."""
+    b, hq, hk, d = 2, 8, 2, 128
+    q, k, v, dout = make_inputs(b, sq, sk, hq, hk, d, torch.bfloat16, device="cuda", strided=True, seed=14)
+    check_against_torch(q, k, v, dout, d**-0.5, causal, offset, local=True, local_offset=local_offset,
+                        softcap=softcap, sink=make_sink(hq, seed=15, device="cuda"))
 
 
 @pytest.mark.gpu

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device round for the training features (issue 12), logs in $OUT:
-#   features.log        tests/test_features_gpu.py (windows, softcap, sinks through the kernels)
+#   features.log        tests/test_features_gpu.py, test_features_property_gpu.py, test_varlen_gpu.py
+#                       (windows, softcap, sinks, packed sequences through the kernels)
 #   features_debug.log  the same with FA3LITE_DEBUG=1 (bounded mbarrier waits, NaN-poisoned buffers)
 #   gpu_tests.log       the rest of the GPU suite (-m gpu)
 #   san_<tool>.log      compute-sanitizer over a few feature cases
@@ -16,19 +17,22 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/dev
 for step in ${*:-features suite}; do
   case $step in
     features)
-      timeout "${FEATURE_LIMIT:-300}" $PYTEST tests/test_features_gpu.py > "$OUT/features.log" 2>&1
+      timeout "${FEATURE_LIMIT:-300}" $PYTEST tests/test_features_gpu.py tests/test_features_property_gpu.py \
+        tests/test_varlen_gpu.py > "$OUT/features.log" 2>&1
       echo "== features rc=$? $(tail -n 1 "$OUT/features.log")" ;;
     debug)
-      FA3LITE_DEBUG=1 timeout 240 $PYTEST tests/test_features_gpu.py -k "all_together or rows_without or sink or deterministic" \
-        > "$OUT/features_debug.log" 2>&1
+      FA3LITE_DEBUG=1 timeout 240 $PYTEST tests/test_features_gpu.py tests/test_varlen_gpu.py \
+        -k "all_together or rows_without or sink or deterministic or lengths" > "$OUT/features_debug.log" 2>&1
       echo "== features debug rc=$? $(tail -n 1 "$OUT/features_debug.log")" ;;
     suite)
-      timeout "${TEST_LIMIT:-300}" $PYTEST -m gpu tests --deselect tests/test_features_gpu.py > "$OUT/gpu_tests.log" 2>&1
+      timeout "${TEST_LIMIT:-300}" $PYTEST -m gpu tests --ignore tests/test_features_gpu.py \
+        --ignore tests/test_features_property_gpu.py --ignore tests/test_varlen_gpu.py > "$OUT/gpu_tests.log" 2>&1
       echo "== suite rc=$? $(tail -n 1 "$OUT/gpu_tests.log")" ;;
     sanitize)
       for tool in ${SANITIZE_TOOLS:-racecheck synccheck memcheck}; do
         PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 200 compute-sanitizer --tool "$tool" --report-api-errors no \
-          --print-limit 10 $PYTEST tests/test_features_gpu.py -k "all_together" > "$OUT/san_$tool.log" 2>&1
+          --print-limit 10 $PYTEST tests/test_features_gpu.py tests/test_varlen_gpu.py -k "all_together or softcap_and_sink" \
+          > "$OUT/san_$tool.log" 2>&1
         echo "== $tool rc=$? $(grep -E 'ERROR SUMMARY|passed|failed' "$OUT/san_$tool.log" | tail -n 2 | tr '\n' ' ')"
       done ;;
     bench)

@@ -31,6 +31,8 @@ constexpr int kHeadDim = FA3LITE_HEAD_DIM;
 // i + local_offset <= j <= i + causal_offset; softcap recomputes tanh per score (bwd_softmax.cuh).
 constexpr bool kIsCausal = FA3LITE_CAUSAL != 0;
 constexpr bool kSoftcap = FA3LITE_SOFTCAP != 0;
+// Packed variable-length sequences (bwd_params.cuh): each CTA loads through maps of its sequence.
+constexpr bool kVarlen = FA3LITE_VARLEN != 0;
 // GQA/MQA: dK/dV are written per query head in f32 and summed over the head group by the host.
 constexpr bool kDkvF32 = FA3LITE_DKV_F32 != 0;
 // The gradients this variant computes. Without dQ: no dS^T -> dQ path (its smem, barriers, wgmma and

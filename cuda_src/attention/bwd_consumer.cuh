@@ -89,7 +89,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     // P^T and dS^T in registers (bwd_softmax.cuh), packed as A fragments.
     wgmma::wait_group<1>();
     fence_regs(st);
-    probs_transposed<kBlockM>(st, p, lse, tid, needs_mask(p, key0, m), key0 + rb, m * kBlockM);
+    probs_transposed<kBlockM>(st, p, t.mask, lse, tid, needs_mask(t.mask, key0, m), key0 + rb, m * kBlockM);
     float dps[kBlockM / 4];   // loaded once P is done: fewer live registers while the wgmmas run
     if constexpr (!kSoftcap) load_row_stats<kBlockM>(p.dpsum + stat, tid, dps);
     wgmma::wait_group<0>();

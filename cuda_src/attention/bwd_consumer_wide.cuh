@@ -122,7 +122,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
 
     wgmma::wait_group<1>();
     fence_regs(st);
-    probs_transposed<kWgQueries>(st, p, lse, tid, needs_mask(p, key0, m), key0 + rb, m * kBlockM + q_col0);
+    probs_transposed<kWgQueries>(st, p, t.mask, lse, tid, needs_mask(t.mask, key0, m), key0 + rb, m * kBlockM + q_col0);
     float dps[kWgQueries / 4];   // loaded once P is done: fewer live registers while the wgmmas run
     if constexpr (!kSoftcap) load_row_stats<kWgQueries>(p.dpsum + stat, tid, dps);
     wgmma::wait_group<0>();

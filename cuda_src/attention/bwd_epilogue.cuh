@@ -1,6 +1,6 @@
 // dK/dV epilogue of one consumer warpgroup: its kWgKeys x kWgCols block (rows from key0, columns
 // from col0), straight from the accumulators to global memory (4- or 8-byte stores of adjacent
-// column pairs). Rows past seqlen_k are not written. dK carries the softmax scale (dS is the
+// column pairs). Rows past the sequence's seqlen_k are not written. dK carries the softmax scale (dS is the
 // gradient of the scaled scores).
 #pragma once
 #include "../ptx/math.cuh"
@@ -25,8 +25,12 @@ __device__ __forceinline__ void bwd_store_dkv(const BwdParams& p, const BwdTile&
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int key = key0 + rb + 8 * h;
-    if (key < p.seqlen_k) {
-      const i64 row = ((static_cast<i64>(t.batch) * p.seqlen_k + key) * p.num_heads_q + t.head) * kHeadDim;
+    if (key < t.mask.seqlen_k) {
+      // (B, Sk, Hq, D), or kVarlen (total_k, Hq, D) from the sequence's first row (read again here
+      // rather than held in a register through the consumer's loop)
+      const i64 key_row = kVarlen ? static_cast<i64>(__ldg(p.cu_seqlens_k + t.batch)) + key
+                                  : static_cast<i64>(t.batch) * p.seqlen_k + key;
+      const i64 row = (key_row * p.num_heads_q + t.head) * kHeadDim;
 #pragma unroll
       for (int j = 0; j < kWgCols / 8; ++j) {
         const int i = 4 * j + 2 * h;

@@ -6,6 +6,7 @@
 #include "../ptx/wgmma.cuh"
 #include "bwd_config.cuh"
 #include "bwd_params.cuh"
+#include "bwd_scheduler.cuh"
 
 namespace fa3lite { namespace attn { namespace bwd {
 
@@ -32,11 +33,11 @@ __device__ __forceinline__ void fence_regs(float (&r)[N]) {
 // Keys [key0, key0 + kWgKeys) that some query of block m must not see: past seqlen_k, or outside the
 // band i + local_offset <= j <= i + causal_offset (kIsCausal). The host keeps both offsets within
 // +-2^30, so no sum here overflows.
-__device__ __forceinline__ bool needs_mask(const BwdParams& p, int key0, int m) {
+__device__ __forceinline__ bool needs_mask(const SeqMask& mk, int key0, int m) {
   const int last_key = key0 + kWgKeys - 1;
-  const bool tail = last_key >= p.seqlen_k;
-  const bool upper = kIsCausal && last_key > m * kBlockM + p.causal_offset;
-  const bool lower = kIsCausal && key0 < m * kBlockM + kBlockM - 1 + p.local_offset;
+  const bool tail = last_key >= mk.seqlen_k;
+  const bool upper = kIsCausal && last_key > m * kBlockM + mk.causal_offset;
+  const bool lower = kIsCausal && key0 < m * kBlockM + kBlockM - 1 + mk.local_offset;
   return tail || upper || lower;
 }
 

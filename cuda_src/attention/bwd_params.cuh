@@ -14,16 +14,31 @@ struct BwdParams {
   const float* dpsum;     // same shape: rowsum(dO * O); 0 for padded rows
   float* dq_accum;        // (B, Hq, num_m_blocks, kBlockM * D) f32, zeroed; fragment order (bwd_dq.cuh)
   i32* dq_sem;            // (B, Hq, num_m_blocks, kSemsPerBlock), zeroed: deterministic-mode turn counters
-  void* dk;               // (B, Sk, Hq, D) contiguous: Element, or f32 when kDkvF32
+  void* dk;               // (B, Sk, Hq, D) contiguous: Element, or f32 when kDkvF32; kVarlen (total_k, Hq, D)
   void* dv;
+  // kVarlen (as in the forward's params.cuh): packed sequences, per-CTA maps of the CTA's sequence
+  const i32* cu_seqlens_q;   // (B + 1,)
+  const i32* cu_seqlens_k;
+  const i32* seqused_q;      // (B,) or null
+  const i32* seqused_k;
+  const char* q_base;
+  const char* k_base;
+  const char* v_base;
+  const char* dout_base;
+  TmaDesc* seq_maps;         // q, k, v, dout maps of each CTA's sequence (4 per CTA)
+  i64 q_row_bytes;
+  i64 k_row_bytes;
+  i64 v_row_bytes;
+  i64 dout_row_bytes;
   i32 seqlen_q;
   i32 seqlen_k;
   i32 num_heads_q;
   i32 head_group;         // Hq / Hk
-  i32 num_m_blocks;       // ceil(Sq / kBlockM)
-  i32 num_n_blocks;       // ceil(Sk / kBlockN)
+  i32 num_m_blocks;       // ceil(Sq / kBlockM) (kVarlen: of max_seqlen_q; statistics are padded to it)
+  i32 num_n_blocks;       // ceil(Sk / kBlockN) (kVarlen: of max_seqlen_k)
   i32 causal_offset;      // key j is visible to query i iff j <= i + causal_offset (kIsCausal) ...
-  i32 local_offset;       // ... and j >= i + local_offset (kIsCausal; -2^30 without a window)
+  i32 local_offset;       // ... and j >= i + local_offset (kIsCausal; -2^30 without a window);
+                          // kVarlen: both relative to each sequence's diagonal j = i + Sk - Sq
   i32 deterministic;      // nonzero: dQ contributions are added in key-block order
   float scale_log2;       // softmax_scale * log2(e); softcap * log2(e) with kSoftcap
   float softmax_scale;

@@ -1,5 +1,6 @@
 // Backward postprocess: dQ = softmax_scale * (f32 accumulator), converted to the input dtype and
-// moved from the main kernel's fragment order (see bwd_dq.cuh) to (B, Sq, H, D) contiguous.
+// moved from the main kernel's fragment order (see bwd_dq.cuh) to (B, Sq, H, D) contiguous (varlen:
+// each sequence's rows of the packed (total_q, H, D) dq).
 // One thread per float4 of the accumulator: two column pairs, rows r and r + 8.
 #include "../ptx/math.cuh"
 #include "../ptx/types.cuh"
@@ -19,7 +20,9 @@ namespace fa3lite { namespace attn { namespace bwd {
 
 struct PostParams {
   const float4* dq_accum;   // (B, H, num_m_blocks, kBlockM * D / 4)
-  u16* dq;                  // (B, Sq, H, D) contiguous
+  u16* dq;                  // (B, Sq, H, D) contiguous, or varlen (total_q, H, D)
+  const i32* cu_seqlens_q;  // varlen: (B + 1,) row offsets of the packed dq, else null
+  const i32* seqused_q;     // varlen: (B,) or null
   i64 total;                // number of float4 in dq_accum
   i32 seqlen_q;
   i32 num_heads;
@@ -64,12 +67,18 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_postproc
   const int col = g * kDqN + 8 * j + 2 * (l % 4);
 
   const float4 v = p.dq_accum[idx];
+  int seqlen_q = p.seqlen_q;
+  i64 first_row = b * p.seqlen_q;            // the sequence's first row of dq
+  if (p.cu_seqlens_q != nullptr) {
+    first_row = p.cu_seqlens_q[b];
+    seqlen_q = p.seqused_q != nullptr ? p.seqused_q[b] : p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
+  }
   const i64 row_stride = static_cast<i64>(p.num_heads) * kHeadDim;
-  const i64 base = (b * p.seqlen_q + row) * row_stride + static_cast<i64>(h) * kHeadDim + col;
-  if (row < p.seqlen_q) {
+  const i64 base = (first_row + row) * row_stride + static_cast<i64>(h) * kHeadDim + col;
+  if (row < seqlen_q) {
     *reinterpret_cast<u32*>(p.dq + base) = math::pack(v.x * p.scale, v.y * p.scale, Element{});
   }
-  if (row + 8 < p.seqlen_q) {
+  if (row + 8 < seqlen_q) {
     *reinterpret_cast<u32*>(p.dq + base + 8 * row_stride) = math::pack(v.z * p.scale, v.w * p.scale, Element{});
   }
 }

@@ -32,6 +32,8 @@ struct PreParams {
   float* dpsum;
   float* dq_accum;     // (B, H, rows_pad, D) in any order, or null: zeroed here
   i32* dq_sem;         // (B, H, rows_pad / block_m, sems_per_block), or null: zeroed here
+  const i32* cu_seqlens_q;   // varlen: (B + 1,) row offsets of the packed dout/out/lse rows, else null
+  const i32* seqused_q;      // varlen: (B,) or null
   i64 do_stride_b, do_stride_s, do_stride_h;   // elements
   i64 o_stride_b, o_stride_s, o_stride_h;
   i64 lse_stride_b, lse_stride_h, lse_stride_s;
@@ -81,13 +83,21 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_preproce
   const int b = bh / p.num_heads;
   const int part = threadIdx.x % kThreadsPerRow;
   const int row = row_block * kRowsPerBlock + threadIdx.x / kThreadsPerRow;
+  // Varlen: sequence b's rows start at q_start of the packed tensors (whose batch strides are 0).
+  int seqlen_q = p.seqlen_q;
+  i64 q_start = 0;
+  if (p.cu_seqlens_q != nullptr) {
+    q_start = p.cu_seqlens_q[b];
+    seqlen_q = p.seqused_q != nullptr ? p.seqused_q[b] : p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
+  }
+  const i64 src_row = q_start + row;
 
   float acc = 0.f;
-  if (row < p.seqlen_q) {
+  if (row < seqlen_q) {
     const uint4 dov = *reinterpret_cast<const uint4*>(
-        p.dout + b * p.do_stride_b + row * p.do_stride_s + h * p.do_stride_h + part * 8);
+        p.dout + b * p.do_stride_b + src_row * p.do_stride_s + h * p.do_stride_h + part * 8);
     const uint4 ov = *reinterpret_cast<const uint4*>(
-        p.out + b * p.o_stride_b + row * p.o_stride_s + h * p.o_stride_h + part * 8);
+        p.out + b * p.o_stride_b + src_row * p.o_stride_s + h * p.o_stride_h + part * 8);
     acc = dot8(dov, ov);
   }
   // Every lane takes part (no early exit), so the full-warp shuffles are safe.
@@ -97,8 +107,8 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_preproce
   if (part == 0 && row < p.rows_pad) {
     const i64 idx = static_cast<i64>(bh) * p.rows_pad + row;
     float l2 = __int_as_float(0x7f800000);   // +inf: P = 0 in this row
-    if (row < p.seqlen_q) {
-      const float l = p.lse[b * p.lse_stride_b + h * p.lse_stride_h + row * p.lse_stride_s];
+    if (row < seqlen_q) {
+      const float l = p.lse[b * p.lse_stride_b + h * p.lse_stride_h + src_row * p.lse_stride_s];
       if (l != math::neg_inf()) l2 = l * math::kLog2e;
     }
     p.dpsum[idx] = acc;

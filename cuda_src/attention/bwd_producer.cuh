@@ -21,18 +21,27 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem& 
   tma::prefetch_desc(&p.v);
   tma::prefetch_desc(&p.dout);
 
+  // Maps and batch coordinate: the tensors' own, or kVarlen the sequence's copies (batch 0), built
+  // at kernel start (bwd_kernel.cu).
+  if constexpr (kVarlen) acquire_seq_maps(p);
+  const TmaDesc* map_q = kVarlen ? seq_map(p, 0) : &p.q;
+  const TmaDesc* map_k = kVarlen ? seq_map(p, 1) : &p.k;
+  const TmaDesc* map_v = kVarlen ? seq_map(p, 2) : &p.v;
+  const TmaDesc* map_do = kVarlen ? seq_map(p, 3) : &p.dout;
+  const int batch = kVarlen ? 0 : t.batch;
+
   mbar::arrive_expect_tx(sm.kv_full(), 2 * kKTileBytes);
-  tma::load_5d(sm.k(), &p.k, sm.kv_full(), 0, t.n_block * kBlockN, 0, t.head_kv, t.batch);
-  tma::load_5d(sm.v(), &p.v, sm.kv_full(), 0, t.n_block * kBlockN, 0, t.head_kv, t.batch);
+  tma::load_5d(sm.k(), map_k, sm.kv_full(), 0, t.n_block * kBlockN, 0, t.head_kv, batch);
+  tma::load_5d(sm.v(), map_v, sm.kv_full(), 0, t.n_block * kBlockN, 0, t.head_kv, batch);
 
   RingPos<kStages> pos;
   for (int m = t.m_begin; m < t.m_end; ++m) {
     const int s = pos.stage;
     mbar::wait(sm.empty(s), pos.phase ^ 1u);
     mbar::arrive_expect_tx(sm.q_full(s), kQTileBytes);
-    tma::load_5d(sm.q(s), &p.q, sm.q_full(s), 0, m * kBlockM, 0, t.head, t.batch);
+    tma::load_5d(sm.q(s), map_q, sm.q_full(s), 0, m * kBlockM, 0, t.head, batch);
     mbar::arrive_expect_tx(sm.do_full(s), kQTileBytes);
-    tma::load_5d(sm.dout(s), &p.dout, sm.do_full(s), 0, m * kBlockM, 0, t.head, t.batch);
+    tma::load_5d(sm.dout(s), map_do, sm.do_full(s), 0, m * kBlockM, 0, t.head, batch);
     pos.advance();
   }
 }

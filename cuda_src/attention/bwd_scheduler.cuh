@@ -14,8 +14,17 @@
 #pragma once
 #include "bwd_config.cuh"
 #include "bwd_params.cuh"
+#include "../ptx/tma.cuh"
 
 namespace fa3lite { namespace attn { namespace bwd {
+
+// The band of one sequence: key j is visible to query i iff j < seqlen_k and (kIsCausal)
+// i + local_offset <= j <= i + causal_offset.
+struct SeqMask {
+  int seqlen_k;
+  int causal_offset;
+  int local_offset;
+};
 
 struct BwdTile {
   int n_block;
@@ -24,6 +33,12 @@ struct BwdTile {
   int batch;
   int m_begin;    // query blocks [m_begin, m_end) can see some key of this block
   int m_end;
+  // The sequence (fixed lengths: the params'; kVarlen: from cu_seqlens / seqused)
+  int q_start;    // first row in the packed tensors (0 with fixed lengths)
+  int k_start;
+  int seqlen_q;
+  int n_blocks;   // key blocks of the sequence
+  SeqMask mask;
 };
 
 // Causal order reverses the key blocks of a head in deterministic mode (see the top).
@@ -45,14 +60,28 @@ __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
   t.head = rest % p.num_heads_q;
   t.batch = rest / p.num_heads_q;
   t.head_kv = t.head / p.head_group;
-  t.m_end = p.num_m_blocks;
+  if constexpr (kVarlen) {
+    t.q_start = p.cu_seqlens_q[t.batch];
+    t.k_start = p.cu_seqlens_k[t.batch];
+    t.seqlen_q = p.seqused_q != nullptr ? p.seqused_q[t.batch] : p.cu_seqlens_q[t.batch + 1] - t.q_start;
+    const int sk = p.seqused_k != nullptr ? p.seqused_k[t.batch] : p.cu_seqlens_k[t.batch + 1] - t.k_start;
+    t.mask = {sk, p.causal_offset + sk - t.seqlen_q, p.local_offset + sk - t.seqlen_q};
+    t.n_blocks = (sk + kBlockN - 1) / kBlockN;
+  } else {
+    t.q_start = t.k_start = 0;
+    t.seqlen_q = p.seqlen_q;
+    t.mask = {p.seqlen_k, p.causal_offset, p.local_offset};
+    t.n_blocks = p.num_n_blocks;
+  }
+  t.m_end = (t.seqlen_q + kBlockM - 1) / kBlockM;
   t.m_begin = 0;
+  if (t.n_block >= t.n_blocks) t.m_end = 0;   // kVarlen: past the sequence's keys, no work
   if (kIsCausal) {
-    const i64 first = static_cast<i64>(t.n_block) * kBlockN - p.causal_offset;
+    const i64 first = static_cast<i64>(t.n_block) * kBlockN - t.mask.causal_offset;
     if (first > 0) t.m_begin = first / kBlockM >= t.m_end ? t.m_end : static_cast<int>(first / kBlockM);
     // A window's lower edge: the last query that sees the block's last key j is j - local_offset.
-    const i64 last_key = min((t.n_block + 1) * kBlockN, p.seqlen_k) - 1;
-    const i64 last = last_key - p.local_offset;
+    const i64 last_key = min((t.n_block + 1) * kBlockN, t.mask.seqlen_k) - 1;
+    const i64 last = last_key - t.mask.local_offset;
     if (last < 0) {
       t.m_end = 0;
     } else if (last / kBlockM + 1 < t.m_end) {
@@ -68,9 +97,38 @@ __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
 // where the last visible key 64m + 63 + offset >= 128n >= 0.
 __device__ __forceinline__ int dq_turn(const BwdParams& p, const BwdTile& t, int m) {
   if (!descending_turns(p)) return t.n_block;
-  const i64 last_key = static_cast<i64>(m) * kBlockM + kBlockM - 1 + p.causal_offset;
+  const i64 last_key = static_cast<i64>(m) * kBlockM + kBlockM - 1 + t.mask.causal_offset;
   const i64 n_last = last_key / kBlockN;
-  return static_cast<int>(n_last < p.num_n_blocks - 1 ? n_last : p.num_n_blocks - 1) - t.n_block;
+  return static_cast<int>(n_last < t.n_blocks - 1 ? n_last : t.n_blocks - 1) - t.n_block;
+}
+
+// kVarlen: the CTA's q, k, v, dout maps, pointed at its sequence's rows and cut at its end (boxes
+// past the end arrive as zeros, never the next sequence's rows). One thread builds them at kernel
+// start (bwd_kernel.cu), the producer acquires them after the CTA barrier.
+__device__ __forceinline__ const TmaDesc* seq_map(const BwdParams& p, int which) {
+  return p.seq_maps + 4 * blockIdx.x + which;
+}
+
+__device__ __forceinline__ void make_seq_maps(const BwdParams& p, const BwdTile& t) {
+  const TmaDesc* templates[4] = {&p.q, &p.k, &p.v, &p.dout};
+  const char* bases[4] = {p.q_base + t.q_start * p.q_row_bytes, p.k_base + t.k_start * p.k_row_bytes,
+                          p.v_base + t.k_start * p.v_row_bytes, p.dout_base + t.q_start * p.dout_row_bytes};
+  const u32 rows[4] = {static_cast<u32>(t.seqlen_q), static_cast<u32>(t.mask.seqlen_k),
+                       static_cast<u32>(t.mask.seqlen_k), static_cast<u32>(t.seqlen_q)};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    TmaDesc* map = p.seq_maps + 4 * blockIdx.x + i;
+    *map = *templates[i];
+    tma::replace_address(map, bases[i]);
+    tma::replace_dim<1>(map, rows[i]);     // dim 1: rows (fa3lite/runtime/tma.py bshd_geometry)
+  }
+  tma::fence_map_release();
+}
+
+// The thread that issues the copies, after a CTA barrier that follows make_seq_maps.
+__device__ __forceinline__ void acquire_seq_maps(const BwdParams& p) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) tma::fence_map_acquire(seq_map(p, i));
 }
 
 }}}  // namespace fa3lite::attn::bwd

@@ -15,6 +15,7 @@
 #include "../ptx/math.cuh"
 #include "bwd_config.cuh"
 #include "bwd_params.cuh"
+#include "bwd_scheduler.cuh"
 #include "fragment.cuh"
 
 namespace fa3lite { namespace attn { namespace bwd {
@@ -35,33 +36,34 @@ __device__ __forceinline__ void load_row_stats(const float* row, int tid, float 
 constexpr bool kLseInStep1 = !kSoftcap;
 
 // Whether key `key` is hidden from query `query` (the host keeps the offsets within +-2^30).
-__device__ __forceinline__ bool hidden(const BwdParams& p, int key, int query) {
-  bool h = key >= p.seqlen_k;
-  if (kIsCausal) h = h || key - query > p.causal_offset || key - query < p.local_offset;
+__device__ __forceinline__ bool hidden(const SeqMask& mk, int key, int query) {
+  bool h = key >= mk.seqlen_k;
+  if (kIsCausal) h = h || key - query > mk.causal_offset || key - query < mk.local_offset;
   return h;
 }
 
 // P^T = exp2(S^T * scale_log2 - lse) with hidden entries 0, for accumulator i of this thread.
-__device__ __forceinline__ float prob(const BwdParams& p, float s, float lse, int tid, int i, bool masked,
-                                      int key_row0, int query0) {
+__device__ __forceinline__ float prob(const BwdParams& p, const SeqMask& mk, float s, float lse, int tid, int i,
+                                      bool masked, int key_row0, int query0) {
   const float pv = math::ex2(fmaf(s, p.scale_log2, -lse));
-  if (masked && hidden(p, key_row0 + 8 * frag::half(i), query0 + frag::col_base(tid) + frag::col(i))) return 0.f;
+  if (masked && hidden(mk, key_row0 + 8 * frag::half(i), query0 + frag::col_base(tid) + frag::col(i))) return 0.f;
   return pv;
 }
 
 // Step 1. key_row0: the thread's key row of accumulator half 0; query0: the tile's first query row.
 // Accumulator i sits in column 8 (i >> 2) + cb + (i & 1): row statistic 2 (i >> 2) + (i & 1).
 template <int N>
-__device__ __forceinline__ void probs_transposed(float (&st)[N / 2], const BwdParams& p, const float (&lse)[N / 4],
-                                                 int tid, bool masked, int key_row0, int query0) {
+__device__ __forceinline__ void probs_transposed(float (&st)[N / 2], const BwdParams& p, const SeqMask& mk,
+                                                 const float (&lse)[N / 4], int tid, bool masked, int key_row0,
+                                                 int query0) {
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) {
     if constexpr (kSoftcap) {
       // A hidden entry's T is -inf: step 2 then gives P^T = exp2(-inf) = 0 and a derivative clamped to 0.
-      const bool hide = masked && hidden(p, key_row0 + 8 * frag::half(i), query0 + frag::col_base(tid) + frag::col(i));
+      const bool hide = masked && hidden(mk, key_row0 + 8 * frag::half(i), query0 + frag::col_base(tid) + frag::col(i));
       st[i] = hide ? math::neg_inf() : math::tanh(st[i] * p.softcap_scale);
     } else {
-      st[i] = prob(p, st[i], lse[2 * (i >> 2) + (i & 1)], tid, i, masked, key_row0, query0);
+      st[i] = prob(p, mk, st[i], lse[2 * (i >> 2) + (i & 1)], tid, i, masked, key_row0, query0);
     }
   }
 }

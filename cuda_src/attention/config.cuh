@@ -35,6 +35,10 @@ constexpr bool kPersistent = FA3LITE_PERSISTENT != 0;
 // Causal tiles differ in length, so a persistent CTA claims its next tile when it needs one (an atomic
 // counter) instead of taking every gridDim.x-th: greedy list scheduling, longest tiles first.
 constexpr bool kDynamicTiles = kPersistent && kIsCausal;
+// Packed variable-length sequences (params.cuh): one CTA per tile, each building its own sequence's
+// tensor maps once, so no map is rewritten while a copy may still read it.
+constexpr bool kVarlen = FA3LITE_VARLEN != 0;
+static_assert(!(kVarlen && kPersistent), "varlen runs one CTA per tile");
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kConsumerWarpgroups = kBlockM / 64;

@@ -116,7 +116,9 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
 // q_round counts the CTA's tiles with visible keys (the parity of q_full / q_empty).
 __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& sm, const Tile& t, int wg, int tid,
                                              RingPos<kStages>& pos, u32& q_round) {
-  const KeyBlocks kb = key_blocks(p, t.m_block);
+  const Seq sq = seq_of(p, t.batch);
+  if (kVarlen && t.m_block * kBlockM >= sq.seqlen_q) return;   // past the sequence's end: no work
+  const KeyBlocks kb = key_blocks(sq, t.m_block);
   float o[kHeadDim / 2];
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.f;
@@ -124,7 +126,7 @@ __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& 
   softmax.init();
 
   const int wg_row0 = t.m_block * kBlockM + wg * 64;
-  const Mask mask{p.seqlen_k, p.causal_offset, p.local_offset, wg_row0 + frag::row_base(tid), frag::col_base(tid)};
+  const Mask mask{sq.seqlen_k, sq.causal_offset, sq.local_offset, wg_row0 + frag::row_base(tid), frag::col_base(tid)};
   const u32 q_wg = sm.q() + wg * 64 * kRowBytes;
 
   const bool has_keys = kb.end > kb.begin;
@@ -145,7 +147,7 @@ __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& 
   // A learnable sink adds exp(sink) to every row's denominator (log2 units here; -inf: none).
   const float sink_log2 = p.sink != nullptr ? p.sink[t.head] * math::kLog2e : math::neg_inf();
   softmax.finalize(p.scale_log2, sink_log2, inv, lse);
-  fwd_epilogue(p, sm, t, wg, tid, o, inv, lse, has_keys);
+  fwd_epilogue(p, sm, t, sq, wg, tid, o, inv, lse, has_keys);
 }
 
 __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& sm, int wg, int tid) {

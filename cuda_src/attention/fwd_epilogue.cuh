@@ -6,7 +6,10 @@
 //   - the thread that stored the previous tile's O waited until the TMA engine had read it; the
 //     warpgroup barrier at the start keeps every other thread from overwriting the rows before that;
 //   - O staged in sQ (no sO): once read, that thread frees sQ for the producer's next Q (q_empty).
+// kVarlen: the packed O has no map cut at the sequence's end, so the warpgroup copies its staged rows
+// out itself, skipping rows past the end (copy_out_rows); LSE is (Hq, total_q) there.
 #pragma once
+#include "../ptx/gmem.cuh"
 #include "../ptx/math.cuh"
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/smem.cuh"
@@ -27,8 +30,27 @@ __device__ __forceinline__ u32 swizzled_offset(int row, int col, int rows) {
   return byte ^ (((byte >> 7) & 7u) << 4);
 }
 
-__device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& sm, const Tile& t, int wg, int tid,
-                                             const float (&o)[kHeadDim / 2], const float (&inv)[2],
+// kVarlen: the warpgroup's staged rows of sO to the packed O, 16 bytes a thread at a time, rows past
+// the sequence's end skipped (a TMA store through the packed map would write the next sequence's rows).
+__device__ __forceinline__ void copy_out_rows(const FwdParams& p, const FwdSmem& sm, const Tile& t, const Seq& sq,
+                                              int wg_row, int tid) {
+  constexpr int kChunks = kHeadDim / 8;                 // 16-byte chunks of one row
+  const i64 row_bytes = static_cast<i64>(p.num_heads_q) * kHeadDim * kElemBytes;
+  const int row0 = t.m_block * kBlockM + wg_row;        // the warpgroup's first row in the sequence
+#pragma unroll 4
+  for (int i = tid; i < 64 * kChunks; i += kWarpgroupThreads) {
+    const int r = i / kChunks;
+    const int c = i % kChunks;
+    if (row0 + r < sq.seqlen_q) {
+      const uint4 v = smem::ld_v4(sm.o() + swizzled_offset(wg_row + r, 8 * c, kBlockM));
+      char* dst = p.o_base + (sq.q_start + row0 + r) * row_bytes + (static_cast<i64>(t.head) * kHeadDim + 8 * c) * kElemBytes;
+      gmem::st_v4(dst, v);
+    }
+  }
+}
+
+__device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& sm, const Tile& t, const Seq& sq,
+                                             int wg, int tid, const float (&o)[kHeadDim / 2], const float (&inv)[2],
                                              const float (&lse)[2], bool has_keys) {
   const u32 wg_bar = static_cast<u32>(NamedBarrier::kEpilogueWg0) + wg;
   named_barrier::sync(wg_bar, kWarpgroupThreads);
@@ -40,8 +62,10 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = t.m_block * kBlockM + wg_row + rb + 8 * h;
-      if (row < p.seqlen_q) {
-        const i64 idx = (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.seqlen_q + row;
+      if (row < sq.seqlen_q) {
+        // (B, Hq, Sq), or kVarlen (Hq, total_q) with total_q in seqlen_q
+        const i64 idx = kVarlen ? static_cast<i64>(t.head) * p.seqlen_q + sq.q_start + row
+                                : (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.seqlen_q + row;
         p.lse[idx] = lse[h];
       }
     }
@@ -53,13 +77,18 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
     const u32 packed = math::pack(o[i] * inv[h], o[i + 1] * inv[h], Element{});
     smem::st_u32(sm.o() + swizzled_offset(wg_row + rb + 8 * h, cb + frag::col(i), kBlockM), packed);
   }
+  if constexpr (kVarlen) {
+    named_barrier::sync(wg_bar, kWarpgroupThreads);   // every thread's rows are in sO
+    copy_out_rows(p, sm, t, sq, wg_row, tid);   // one tile per CTA: nothing reuses sO (or sQ) after it
+    return;
+  }
   // The TMA engine reads smem through the async proxy: make the generic stores visible to it, then
   // wait for the whole warpgroup before one thread issues the copies.
   fence::proxy_async_smem();
   named_barrier::sync(wg_bar, kWarpgroupThreads);
   const int row0 = t.m_block * kBlockM + wg_row;
   if (tid == 0) {
-    if (row0 < p.seqlen_q) {
+    if (row0 < sq.seqlen_q) {
 #pragma unroll
       for (int blk = 0; blk < kColBlocks; ++blk) {
         tma::store_5d(&p.o, sm.o() + blk * kBlockM * kRowBytes + wg_row * kRowBytes, 0, row0, blk, t.head, t.batch);

@@ -31,26 +31,34 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
   int handoffs = 0;
   for (int idx = blockIdx.x; idx < p.num_tiles; idx = producer_next_tile(p, idx, handoffs, leader)) {
     const Tile t = tile_of(p, idx);
-    const KeyBlocks kb = key_blocks(p, t.m_block);
+    const Seq sq = seq_of(p, t.batch);
+    if (kVarlen && t.m_block * kBlockM >= sq.seqlen_q) continue;   // past the sequence's end: no work
+    const KeyBlocks kb = key_blocks(sq, t.m_block);
+    // Maps and coordinates: the tensors' own (batch t.batch), or the sequence's copies (batch 0).
+    const TmaDesc* map_q = kVarlen ? seq_map(p, 0) : &p.q;
+    const TmaDesc* map_k = kVarlen ? seq_map(p, 1) : &p.k;
+    const TmaDesc* map_v = kVarlen ? seq_map(p, 2) : &p.v;
+    const int batch = kVarlen ? 0 : t.batch;
+    if (kVarlen && leader && kb.end > kb.begin) make_seq_maps(p, sq);
     // kb.begin >= kb.end: nothing visible; the consumers write zeros and -inf without any load.
     for (int n = kb.end - 1; n >= kb.begin; --n) {
       mbar::wait(sm.k_empty(pos.stage), pos.phase ^ 1u);
       if (leader) {
         mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
-        tma::load_5d(sm.k(pos.stage), &p.k, sm.k_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, t.batch);
+        tma::load_5d(sm.k(pos.stage), map_k, sm.k_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, batch);
       }
       if (n == kb.end - 1) {
         if (q_round > 0) mbar::wait(sm.q_empty(), (q_round - 1) & 1u);
         if (leader) {
           mbar::arrive_expect_tx(sm.q_full(), kQTileBytes);
-          tma::load_5d(sm.q(), &p.q, sm.q_full(), 0, t.m_block * kBlockM, 0, t.head, t.batch);
+          tma::load_5d(sm.q(), map_q, sm.q_full(), 0, t.m_block * kBlockM, 0, t.head, batch);
         }
         ++q_round;
       }
       mbar::wait(sm.v_empty(pos.stage), pos.phase ^ 1u);
       if (leader) {
         mbar::arrive_expect_tx(sm.v_full(pos.stage), kKVTileBytes);
-        tma::load_5d(sm.v(pos.stage), &p.v, sm.v_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, t.batch);
+        tma::load_5d(sm.v(pos.stage), map_v, sm.v_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, batch);
       }
       pos.advance();
     }

@@ -14,14 +14,30 @@ struct FwdParams {
   i32* tile_sched;      // kDynamicTiles: [0] tiles claimed past the first wave, [1 + cta] that CTA's
                         // hand-off slot; zeroed by the host per launch (scheduler.cuh)
   const float* sink;    // (Hq,) f32 learnable sink logits (natural-log units), or null: softmax.cuh
-  i32 seqlen_q;
-  i32 seqlen_k;
+  // kVarlen: sequences packed along the rows of (total, H, D) tensors, which q, k, v map as one batch.
+  // Sequence b owns rows [cu_seqlens[b], cu_seqlens[b + 1]) and uses the first seqused[b] of them
+  // (all without seqused). Each CTA loads through maps of its own sequence only (scheduler.cuh).
+  const i32* cu_seqlens_q;   // (B + 1,)
+  const i32* cu_seqlens_k;
+  const i32* seqused_q;      // (B,) or null
+  const i32* seqused_k;
+  const char* q_base;        // the packed tensors' addresses
+  const char* k_base;
+  const char* v_base;
+  char* o_base;              // (total_q, Hq, D) contiguous
+  TmaDesc* seq_maps;         // q, k, v maps of each CTA's sequence (3 per CTA, written by the CTA)
+  i64 q_row_bytes;           // row strides of the packed tensors
+  i64 k_row_bytes;
+  i64 v_row_bytes;
+  i32 seqlen_q;          // kVarlen: the packed length total_q (LSE is (Hq, total_q))
+  i32 seqlen_k;          // kVarlen: unused (per sequence)
   i32 num_heads_q;
   i32 head_group;       // Hq / Hk: query heads sharing one K/V head
   i32 num_m_blocks;     // ceil(Sq / kBlockM)
   i32 num_tiles;        // num_m_blocks * Hq * B: the grid strides over them (scheduler.cuh)
   i32 causal_offset;    // key j is visible to query i iff j <= i + causal_offset (kIsCausal) ...
-  i32 local_offset;     // ... and j >= i + local_offset (kIsCausal; -2^30 without a window)
+  i32 local_offset;     // ... and j >= i + local_offset (kIsCausal; -2^30 without a window);
+                        // kVarlen: both relative to each sequence's diagonal j = i + Sk - Sq
   float scale_log2;     // softmax_scale * log2(e): scores go through exp2; softcap * log2(e) with kSoftcap
   float softcap_scale;  // kSoftcap: softmax_scale / softcap, the factor inside the tanh
 };

@@ -20,6 +20,7 @@
 #pragma once
 #include "../ptx/gmem.cuh"
 #include "../ptx/sync.cuh"
+#include "../ptx/tma.cuh"
 #include "config.cuh"
 #include "named_barriers.cuh"
 #include "params.cuh"
@@ -45,6 +46,31 @@ __device__ __forceinline__ Tile tile_of(const FwdParams& p, int tile_idx) {
   return t;
 }
 
+// The sequence a tile belongs to: its rows in the (packed) tensors, its lengths and its band. Fixed
+// lengths: batch b is its own map coordinate. kVarlen: the lengths come from cu_seqlens / seqused,
+// the band offsets are relative to the sequence's diagonal (host: fa3lite/hopper/varlen.py), and the
+// tile's rows are [m_block * kBlockM, seqlen_q) of the sequence: a tile past its end has no work.
+struct Seq {
+  int q_start;        // first row in the packed tensors (0 with fixed lengths)
+  int k_start;
+  int seqlen_q;
+  int seqlen_k;
+  int causal_offset;
+  int local_offset;
+};
+
+__device__ __forceinline__ Seq seq_of(const FwdParams& p, int batch) {
+  if constexpr (!kVarlen) {
+    return {0, 0, p.seqlen_q, p.seqlen_k, p.causal_offset, p.local_offset};
+  } else {
+    const int q_start = p.cu_seqlens_q[batch];
+    const int k_start = p.cu_seqlens_k[batch];
+    const int sq = p.seqused_q != nullptr ? p.seqused_q[batch] : p.cu_seqlens_q[batch + 1] - q_start;
+    const int sk = p.seqused_k != nullptr ? p.seqused_k[batch] : p.cu_seqlens_k[batch + 1] - k_start;
+    return {q_start, k_start, sq, sk, p.causal_offset + sk - sq, p.local_offset + sk - sq};
+  }
+}
+
 // Key blocks [begin, end) hold every key some valid row of query block m can see: the band's
 // upper edge (causal_offset) cuts the end, its lower edge (local_offset) the beginning. begin >= end:
 // the tile sees no key. The host keeps both offsets within +-2^30, so no sum overflows.
@@ -53,16 +79,39 @@ struct KeyBlocks {
   int end;
 };
 
-__device__ __forceinline__ KeyBlocks key_blocks(const FwdParams& p, int m_block) {
-  int keys = p.seqlen_k;
+__device__ __forceinline__ KeyBlocks key_blocks(const Seq& s, int m_block) {
+  int keys = s.seqlen_k;
   int first_key = 0;
   if (kIsCausal) {
     const int first_row = m_block * kBlockM;
-    const int last_row = min(first_row + kBlockM, p.seqlen_q) - 1;
-    keys = min(keys, last_row + p.causal_offset + 1);
-    first_key = max(first_key, first_row + p.local_offset);
+    const int last_row = min(first_row + kBlockM, s.seqlen_q) - 1;
+    keys = min(keys, last_row + s.causal_offset + 1);
+    first_key = max(first_key, first_row + s.local_offset);
   }
   return {first_key / kBlockN, keys <= 0 ? 0 : (keys + kBlockN - 1) / kBlockN};
+}
+
+// kVarlen: the CTA's copies of the q, k, v maps, pointed at its sequence's rows and cut at its end,
+// so that TMA boxes past the end arrive as zeros (not the next sequence's rows). One thread.
+__device__ __forceinline__ const TmaDesc* seq_map(const FwdParams& p, int which) {
+  return p.seq_maps + 3 * blockIdx.x + which;
+}
+
+__device__ __forceinline__ void make_seq_maps(const FwdParams& p, const Seq& s) {
+  const TmaDesc* templates[3] = {&p.q, &p.k, &p.v};
+  const char* bases[3] = {p.q_base + s.q_start * p.q_row_bytes, p.k_base + s.k_start * p.k_row_bytes,
+                          p.v_base + s.k_start * p.v_row_bytes};
+  const u32 rows[3] = {static_cast<u32>(s.seqlen_q), static_cast<u32>(s.seqlen_k), static_cast<u32>(s.seqlen_k)};
+#pragma unroll
+  for (int i = 0; i < 3; ++i) {
+    TmaDesc* map = p.seq_maps + 3 * blockIdx.x + i;
+    *map = *templates[i];
+    tma::replace_address(map, bases[i]);
+    tma::replace_dim<1>(map, rows[i]);     // dim 1: rows (fa3lite/runtime/tma.py bshd_geometry)
+  }
+  tma::fence_map_release();
+#pragma unroll
+  for (int i = 0; i < 3; ++i) tma::fence_map_acquire(p.seq_maps + 3 * blockIdx.x + i);
 }
 
 // Producer warp + all consumer threads meet at the hand-off barriers.

@@ -11,6 +11,28 @@ __device__ __forceinline__ void prefetch_desc(const TmaDesc* desc) {
   asm volatile("prefetch.tensormap [%0];" :: "l"(desc) : "memory");
 }
 
+// Per-sequence tensor maps (varlen): a 128-byte copy of a map in global memory gets a new base
+// address and a new size of dimension Dim (tensormap.replace, generic proxy). The release fence then
+// orders those writes before the tensormap proxy's reads, and the acquire fence (by the thread that
+// issues the copies) drops any stale cached copy of the map.
+__device__ __forceinline__ void replace_address(TmaDesc* desc, const void* addr) {
+  asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;" :: "l"(desc), "l"(addr) : "memory");
+}
+
+template <int Dim>
+__device__ __forceinline__ void replace_dim(TmaDesc* desc, u32 size) {
+  asm volatile("tensormap.replace.tile.global_dim.global.b1024.b32 [%0], %1, %2;"
+               :: "l"(desc), "n"(Dim), "r"(size) : "memory");
+}
+
+__device__ __forceinline__ void fence_map_release() {
+  asm volatile("fence.proxy.tensormap::generic.release.gpu;" ::: "memory");
+}
+
+__device__ __forceinline__ void fence_map_acquire(const TmaDesc* desc) {
+  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(desc) : "memory");
+}
+
 // Load a box into shared memory; completion adds the box's bytes to `bar`'s transaction count.
 // Out-of-bounds elements arrive as zeros and still count towards the bytes.
 __device__ __forceinline__ void load_2d(u32 dst, const TmaDesc* desc, u32 bar, i32 c0, i32 c1) {

@@ -3,11 +3,14 @@
     common   what the families share (dtype names, limits, the debug-build switch)
     fwd      the forward kernel: variant and grid choice, launch plans (tensor maps, parameters)
     bwd      the backward's preprocess, main and postprocess kernels
+    varlen   forward and backward on packed variable-length sequences (the fwd/bwd kernels' varlen
+             variants)
 
 fa3lite.ops calls the entry points re-exported here. A new kernel family (a KV-cache forward, a
 split-KV combine) is one new module beside these, importing common, not its siblings.
 """
 from .bwd import backward
 from .fwd import forward, forward_bhsd, forward_plan
+from .varlen import backward_varlen, forward_varlen
 
-__all__ = ["backward", "forward", "forward_bhsd", "forward_plan"]
+__all__ = ["backward", "forward", "forward_bhsd", "forward_plan", "forward_varlen", "backward_varlen"]

@@ -55,6 +55,9 @@ BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("dout", "tma"),
     ("lse_log2", "ptr"), ("dpsum", "ptr"), ("dq_accum", "ptr"), ("dq_sem", "ptr"),
     ("dk", "ptr"), ("dv", "ptr"),
+    ("cu_seqlens_q", "ptr"), ("cu_seqlens_k", "ptr"), ("seqused_q", "ptr"), ("seqused_k", "ptr"),
+    ("q_base", "ptr"), ("k_base", "ptr"), ("v_base", "ptr"), ("dout_base", "ptr"), ("seq_maps", "ptr"),
+    ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"), ("dout_row_bytes", "i64"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
     ("num_m_blocks", "i32"), ("num_n_blocks", "i32"), ("causal_offset", "i32"), ("local_offset", "i32"),
     ("deterministic", "i32"), ("scale_log2", "f32"), ("softmax_scale", "f32"), ("softcap_scale", "f32"),
@@ -62,7 +65,7 @@ BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
 
 PRE_PARAMS = ParamStruct("fa3lite::attn::bwd::PreParams", (
     ("dout", "ptr"), ("out", "ptr"), ("lse", "ptr"), ("lse_log2", "ptr"), ("dpsum", "ptr"),
-    ("dq_accum", "ptr"), ("dq_sem", "ptr"),
+    ("dq_accum", "ptr"), ("dq_sem", "ptr"), ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"),
     ("do_stride_b", "i64"), ("do_stride_s", "i64"), ("do_stride_h", "i64"),
     ("o_stride_b", "i64"), ("o_stride_s", "i64"), ("o_stride_h", "i64"),
     ("lse_stride_b", "i64"), ("lse_stride_h", "i64"), ("lse_stride_s", "i64"),
@@ -71,7 +74,7 @@ PRE_PARAMS = ParamStruct("fa3lite::attn::bwd::PreParams", (
 ))
 
 POST_PARAMS = ParamStruct("fa3lite::attn::bwd::PostParams", (
-    ("dq_accum", "ptr"), ("dq", "ptr"), ("total", "i64"),
+    ("dq_accum", "ptr"), ("dq", "ptr"), ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"), ("total", "i64"),
     ("seqlen_q", "i32"), ("num_heads", "i32"), ("num_m_blocks", "i32"), ("scale", "f32"),
 ))
 
@@ -90,6 +93,7 @@ class BwdVariant:
     need_dq: bool = True
     need_dkv: bool = True
     softcap: bool = False
+    varlen: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -149,6 +153,7 @@ class BwdVariant:
             defines=self._common() + (
                 ("FA3LITE_CAUSAL", "1" if self.causal else "0"),
                 ("FA3LITE_SOFTCAP", "1" if self.softcap else "0"),
+                ("FA3LITE_VARLEN", "1" if self.varlen else "0"),
                 ("FA3LITE_DKV_F32", "1" if self.dkv_f32 else "0"),
                 ("FA3LITE_NEED_DQ", "1" if self.need_dq else "0"),
                 ("FA3LITE_NEED_DKV", "1" if self.need_dkv else "0"),
@@ -170,10 +175,14 @@ NEEDS = ((True, True), (True, False), (False, True))   # (need_dq, need_dkv) of 
 
 
 def all_bwd_variants() -> list[BwdVariant]:
-    """Every main kernel variant backward() can build (the debug twins aside)."""
-    return [BwdVariant(d, t, c, f, need_dq=nq, need_dkv=nkv, softcap=sc) for d in HEAD_DIMS for t in DTYPES
-            for c in (False, True) for nq, nkv in NEEDS for f in ((False, True) if nkv else (False,))
-            for sc in (False, True)]
+    """Every main kernel variant backward() and the varlen backward can build (the debug twins aside);
+    varlen always computes every gradient."""
+    fixed = [BwdVariant(d, t, c, f, need_dq=nq, need_dkv=nkv, softcap=sc) for d in HEAD_DIMS for t in DTYPES
+             for c in (False, True) for nq, nkv in NEEDS for f in ((False, True) if nkv else (False,))
+             for sc in (False, True)]
+    varlen = [BwdVariant(d, t, c, f, softcap=sc, varlen=True) for d in HEAD_DIMS for t in DTYPES
+              for c in (False, True) for f in (False, True) for sc in (False, True)]
+    return fixed + varlen
 
 
 def main_kernel_spec(head_dim: int, dtype: str, causal: bool, dkv_f32: bool = False, need_dq: bool = True,
@@ -309,7 +318,7 @@ class _BwdPlan:
         row_blocks = -(-rows_pad // rows_per_block)
         self.pre_grid = (row_blocks * Hq * B, 1, 1)
         self.pre_params = PRE_PARAMS.pack(
-            dout=0, out=0, lse=0, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0,
+            dout=0, out=0, lse=0, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, cu_seqlens_q=0, seqused_q=0,
             do_stride_b=dout.stride(0), do_stride_s=dout.stride(1), do_stride_h=dout.stride(2),
             o_stride_b=out.stride(0), o_stride_s=out.stride(1), o_stride_h=out.stride(2),
             lse_stride_b=lse.stride(0), lse_stride_h=lse.stride(1), lse_stride_s=lse.stride(2),
@@ -319,6 +328,8 @@ class _BwdPlan:
         self.main_grid = (ctas, 1, 1)
         self.main_params = BWD_PARAMS.pack(
             q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,
+            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, dout_base=0,
+            seq_maps=0, q_row_bytes=0, k_row_bytes=0, v_row_bytes=0, dout_row_bytes=0,
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
             num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset, local_offset=local_offset,
             deterministic=int(deterministic), softmax_scale=softmax_scale,
@@ -327,7 +338,7 @@ class _BwdPlan:
             softcap_scale=softmax_scale / softcap if softcap > 0 else 0.0)
         total = self.accum // 4
         self.post_grid = (-(-total // _AUX_THREADS), 1, 1)
-        self.post_params = POST_PARAMS.pack(dq_accum=0, dq=0, total=total, seqlen_q=Sq, num_heads=Hq,
+        self.post_params = POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0, total=total, seqlen_q=Sq, num_heads=Hq,
                                             num_m_blocks=m_blocks, scale=softmax_scale)
         es, at = q.element_size(), BWD_PARAMS.offsets
         self.maps = tuple(

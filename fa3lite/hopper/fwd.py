@@ -81,6 +81,9 @@ class _FwdPlan:
             scale_log2=(softcap if softcap > 0 else softmax_scale) * LOG2E,
             softcap_scale=softmax_scale / softcap if softcap > 0 else 0.0,
             sink=0,
+            # kVarlen only (fa3lite/hopper/varlen.py)
+            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, o_base=0,
+            seq_maps=0, q_row_bytes=0, k_row_bytes=0, v_row_bytes=0,
         )
         self.size = len(self.template)
         es, offsets = q.element_size(), FWD_PARAMS.offsets

@@ -1,8 +1,11 @@
 """numba-cuda kernels of the reference attention (fp32 in, fp32 accumulate, fp32 out).
 
-All tensors are fp32 in the (B, S, H, D) layout; lse and dpsum are (B, Hq, Sq). Masking rule: key j is
-visible to query i iff j < Sk and (not causal or j <= i + causal_offset). A row with no visible key
-gets out = 0 and lse = -inf in the forward, and P = 0 (so no gradient) in the backward.
+All tensors are fp32 in the (B, S, H, D) layout; lse and dpsum are (B, Hq, Sq); sink is (Hq,). Masking
+rule: key j is visible to query i iff j < Sk and (not causal or j <= i + causal_offset) and (not local
+or j >= i + local_offset). Scores are z = s, or z = softcap * tanh(s / softcap) when softcap > 0, with
+s = scale * q.k. Each head's sink logit joins every row's softmax denominator with no value; -inf is
+no sink. A row with no visible key gets out = 0 and lse = the sink (-inf without one) in the forward,
+and P = 0 (so no gradient) in the backward.
 
 Grids:
   forward, dq: (ceil(Sq / block_rows), Hq, B), one block per query-row tile of one head.
@@ -22,6 +25,51 @@ import numpy as np
 from ._tiles import Tiles, tile_ops
 
 
+@ncuda.jit(device=True)
+def _visible(qi, kj, sq, sk, causal, offset, local, local_offset):
+    """Whether key kj is visible to query qi (see the module doc)."""
+    in_range = qi < sq and kj < sk
+    return in_range and not (causal and kj > qi + offset) and not (local and kj < qi + local_offset)
+
+
+@ncuda.jit(device=True)
+def _softcap(s, softcap):
+    """(z, dz/ds) for the scaled score s: softcap * tanh(s / softcap) when softcap > 0, else s."""
+    if softcap > np.float32(0.0):
+        th = math.tanh(s / softcap)
+        return softcap * th, np.float32(1.0) - th * th
+    return s, np.float32(1.0)
+
+
+@ncuda.jit(device=True)
+def _key_range(m0, rows, sk, step, causal, offset, local, local_offset):
+    """[start, end) of the keys worth visiting for query rows m0 .. m0 + rows - 1.
+
+    Keys after the bottom row's causal edge and before the top row's local edge are invisible to the
+    whole tile. start is rounded down to a multiple of ``step`` so key tiles keep their boundaries.
+    """
+    end = sk
+    if causal:
+        end = max(0, min(sk, m0 + rows + offset))
+    start = 0
+    if local:
+        start = max(0, m0 + local_offset) // step * step
+    return start, end
+
+
+@ncuda.jit(device=True)
+def _query_range(n0, rows, sq, causal, offset, local, local_offset):
+    """[start, end) of the queries worth visiting for key rows n0 .. n0 + rows - 1: query i sees key
+    j only if i >= j - offset (causal) and i <= j - local_offset (local)."""
+    start = 0
+    if causal:
+        start = max(0, n0 - offset)
+    end = sq
+    if local:
+        end = max(0, min(sq, n0 + rows - local_offset))
+    return start, end
+
+
 def _check_geometry(tiles: Tiles) -> None:
     # The forward's per-row softmax step gives one thread to each row of the tile.
     if tiles.threads < tiles.block_rows:
@@ -30,7 +78,8 @@ def _check_geometry(tiles: Tiles) -> None:
 
 @functools.lru_cache(maxsize=None)
 def forward_kernel(tiles: Tiles, head_dim_pad: int):
-    """Kernel (q, k, v, out, lse, sq, sk, d, group, causal, offset, scale); see module doc for the grid."""
+    """Kernel (q, k, v, sink, out, lse, sq, sk, d, group, causal, offset, local, local_offset, softcap,
+    scale); see the module doc for the grid."""
     _check_geometry(tiles)
     ops = tile_ops(tiles, head_dim_pad)
     score_tile, accumulate = ops.score_tile, ops.accumulate
@@ -40,7 +89,9 @@ def forward_kernel(tiles: Tiles, head_dim_pad: int):
     S_SHAPE, O_SHAPE = ops.acc_s_shape, ops.acc_o_shape
 
     @ncuda.jit
-    def kernel(q, k, v, out, lse, sq, sk, d, group, causal, offset, scale):
+    def kernel(
+        q, k, v, sink, out, lse, sq, sk, d, group, causal, offset, local, local_offset, softcap, scale
+    ):
         t = ncuda.threadIdx.x
         ty = t // TX
         tx = t % TX
@@ -57,7 +108,7 @@ def forward_kernel(tiles: Tiles, head_dim_pad: int):
         sz = ncuda.shared.array(Z_SHAPE, np.float32)
         row_max = ncuda.shared.array(BM, np.float32)
         row_sum = ncuda.shared.array(BM, np.float32)
-        row_alpha = ncuda.shared.array(BM, np.float32)
+        row_alpha = ncuda.shared.array(BM, np.float32)  # rescale factor of acc_o, per row
         acc_s = ncuda.local.array(S_SHAPE, np.float32)
         acc_o = ncuda.local.array(O_SHAPE, np.float32)
 
@@ -68,21 +119,18 @@ def forward_kernel(tiles: Tiles, head_dim_pad: int):
             for cc in range(DC):
                 acc_o[i, cc] = np.float32(0.0)
 
-        # Keys past the last one the tile's bottom row can see need no visit.
-        n_end = sk
-        if causal:
-            n_end = max(0, min(sk, m0 + BM + offset))
-        for n0 in range(0, n_end, BN):
+        n_start, n_end = _key_range(m0, nr, sk, BN, causal, offset, local, local_offset)
+        for n0 in range(n_start, n_end, BN):
             nc = min(BN, sk - n0)
             score_tile(q, b, h, m0, nr, k, hk, n0, nc, d, sx, sy, acc_s)
             for i in range(RM):
                 qi = m0 + ty * RM + i
                 for c in range(CN):
                     kj = n0 + tx + TX * c
-                    s = acc_s[i, c] * scale
-                    if qi >= sq or kj >= sk or (causal and kj > qi + offset):
-                        s = neg_inf
-                    sw[ty * RM + i, tx + TX * c] = s
+                    z = neg_inf
+                    if _visible(qi, kj, sq, sk, causal, offset, local, local_offset):
+                        z, _ = _softcap(acc_s[i, c] * scale, softcap)
+                    sw[ty * RM + i, tx + TX * c] = z
             ncuda.syncthreads()
             # Online softmax, one thread per row: new running max, rescale factor, P in place of S.
             if t < BM:
@@ -112,32 +160,43 @@ def forward_kernel(tiles: Tiles, head_dim_pad: int):
             accumulate(sw, v, b, hk, n0, nc, d, sz, acc_o)
         ncuda.syncthreads()
 
+        # The sink joins each row's denominator only now, as one more logit with no value: with the
+        # running max m and sum l, total = l exp(m - top) + exp(sink - top) for top = max(m, sink).
+        # Without a sink (-inf) this is exactly out = acc / l and lse = m + log(l).
+        if t < nr:
+            sink_h = sink[h]
+            m = row_max[t]
+            top = max(m, sink_h)
+            factor = np.float32(0.0)
+            val = neg_inf
+            if top != neg_inf:
+                keep = math.exp(m - top)
+                total = row_sum[t] * keep + math.exp(sink_h - top)
+                factor = keep / total
+                val = top + math.log(total)
+            row_alpha[t] = factor
+            lse[b, h, m0 + t] = val
+        ncuda.syncthreads()
+
         for i in range(RM):
             r = ty * RM + i
             if m0 + r < sq:
-                l = row_sum[r]
-                inv = np.float32(0.0)
-                if l > np.float32(0.0):
-                    inv = np.float32(1.0) / l
+                factor = row_alpha[r]
                 for cc in range(DC):
                     col = tx + TX * cc
                     if col < d:
-                        out[b, m0 + r, h, col] = acc_o[i, cc] * inv
-        if t < nr:
-            l = row_sum[t]
-            val = neg_inf
-            if l > np.float32(0.0):
-                val = row_max[t] + math.log(l)
-            lse[b, h, m0 + t] = val
+                        out[b, m0 + r, h, col] = acc_o[i, cc] * factor
 
     return kernel
 
 
 @functools.lru_cache(maxsize=None)
 def dq_kernel(tiles: Tiles, head_dim_pad: int):
-    """Kernel (q, k, v, dout, lse, dpsum, dq, sq, sk, d, group, causal, offset, scale).
+    """Kernel (q, k, v, dout, lse, dpsum, dq, sq, sk, d, group, causal, offset, local, local_offset,
+    softcap, scale).
 
-    dq = scale * dS K with dS = P * (dO V^T - dpsum), P = exp(scale Q K^T - lse) on visible entries.
+    dq = scale * dS K with dS = P * (dO V^T - dpsum) * dz/ds, P = exp(z - lse) on visible entries (lse
+    already holds the sink, which needs nothing more here).
     """
     ops = tile_ops(tiles, head_dim_pad)
     score_tile, accumulate = ops.score_tile, ops.accumulate
@@ -147,7 +206,9 @@ def dq_kernel(tiles: Tiles, head_dim_pad: int):
     S_SHAPE, O_SHAPE = ops.acc_s_shape, ops.acc_o_shape
 
     @ncuda.jit
-    def kernel(q, k, v, dout, lse, dpsum, dq, sq, sk, d, group, causal, offset, scale):
+    def kernel(
+        q, k, v, dout, lse, dpsum, dq, sq, sk, d, group, causal, offset, local, local_offset, softcap, scale
+    ):
         t = ncuda.threadIdx.x
         ty = t // TX
         tx = t % TX
@@ -178,10 +239,8 @@ def dq_kernel(tiles: Tiles, head_dim_pad: int):
             for cc in range(DC):
                 acc_dq[i, cc] = np.float32(0.0)
 
-        n_end = sk
-        if causal:
-            n_end = max(0, min(sk, m0 + BM + offset))
-        for n0 in range(0, n_end, BN):
+        n_start, n_end = _key_range(m0, nr, sk, BN, causal, offset, local, local_offset)
+        for n0 in range(n_start, n_end, BN):
             nc = min(BN, sk - n0)
             score_tile(q, b, h, m0, nr, k, hk, n0, nc, d, sx, sy, acc_s)
             score_tile(dout, b, h, m0, nr, v, hk, n0, nc, d, sx, sy, acc_dp)
@@ -190,10 +249,11 @@ def dq_kernel(tiles: Tiles, head_dim_pad: int):
                 for c in range(CN):
                     kj = n0 + tx + TX * c
                     ds = np.float32(0.0)
-                    visible = qi < sq and kj < sk and not (causal and kj > qi + offset)
+                    visible = _visible(qi, kj, sq, sk, causal, offset, local, local_offset)
                     if visible and row_lse[i] != neg_inf:
-                        p = math.exp(acc_s[i, c] * scale - row_lse[i])
-                        ds = p * (acc_dp[i, c] - row_dps[i])
+                        z, dz = _softcap(acc_s[i, c] * scale, softcap)
+                        p = math.exp(z - row_lse[i])
+                        ds = p * (acc_dp[i, c] - row_dps[i]) * dz
                     sw[ty * RM + i, tx + TX * c] = ds
             accumulate(sw, k, b, hk, n0, nc, d, sz, acc_dq)
 
@@ -210,10 +270,11 @@ def dq_kernel(tiles: Tiles, head_dim_pad: int):
 
 @functools.lru_cache(maxsize=None)
 def dkv_kernel(tiles: Tiles, head_dim_pad: int):
-    """Kernel (q, k, v, dout, lse, dpsum, dk, dv, sq, sk, d, group, causal, offset, scale).
+    """Kernel (q, k, v, dout, lse, dpsum, dk, dv, sq, sk, d, group, causal, offset, local, local_offset,
+    softcap, scale).
 
     Tile rows are keys, tile columns queries: dV = P^T dO and dK = scale * dS^T Q, summed over the
-    query heads of the kv head's group.
+    query heads of the kv head's group (P and dS as in ``dq_kernel``).
     """
     ops = tile_ops(tiles, head_dim_pad)
     score_tile, accumulate = ops.score_tile, ops.accumulate
@@ -223,7 +284,9 @@ def dkv_kernel(tiles: Tiles, head_dim_pad: int):
     S_SHAPE, O_SHAPE = ops.acc_s_shape, ops.acc_o_shape
 
     @ncuda.jit
-    def kernel(q, k, v, dout, lse, dpsum, dk, dv, sq, sk, d, group, causal, offset, scale):
+    def kernel(
+        q, k, v, dout, lse, dpsum, dk, dv, sq, sk, d, group, causal, offset, local, local_offset, softcap, scale
+    ):
         t = ncuda.threadIdx.x
         ty = t // TX
         tx = t % TX
@@ -249,13 +312,10 @@ def dkv_kernel(tiles: Tiles, head_dim_pad: int):
                 acc_dk[i, cc] = np.float32(0.0)
                 acc_dv[i, cc] = np.float32(0.0)
 
-        # The first query that sees key n0 is n0 - offset; earlier queries see none of this tile.
-        m_start = 0
-        if causal:
-            m_start = max(0, n0 - offset)
+        m_start, m_end = _query_range(n0, nr, sq, causal, offset, local, local_offset)
         for g in range(group):
             h = hk * group + g
-            for m0 in range(m_start, sq, BN):
+            for m0 in range(m_start, m_end, BN):
                 mc = min(BN, sq - m0)
                 for c in range(CN):
                     qi = m0 + tx + TX * c
@@ -271,17 +331,21 @@ def dkv_kernel(tiles: Tiles, head_dim_pad: int):
                     for c in range(CN):
                         qi = m0 + tx + TX * c
                         p = np.float32(0.0)
-                        visible = qi < sq and kj < sk and not (causal and kj > qi + offset)
+                        dz = np.float32(0.0)
+                        visible = _visible(qi, kj, sq, sk, causal, offset, local, local_offset)
                         if visible and col_lse[c] != neg_inf:
-                            p = math.exp(acc_p[i, c] * scale - col_lse[c])
+                            z, dz = _softcap(acc_p[i, c] * scale, softcap)
+                            p = math.exp(z - col_lse[c])
                         acc_p[i, c] = p
+                        # From here acc_dp holds dS / P.
+                        acc_dp[i, c] = (acc_dp[i, c] - col_dps[c]) * dz
                         sw[ty * RM + i, tx + TX * c] = p
                 accumulate(sw, dout, b, h, m0, mc, d, sz, acc_dv)
                 # Every thread must be done reading P before dS overwrites it.
                 ncuda.syncthreads()
                 for i in range(RM):
                     for c in range(CN):
-                        sw[ty * RM + i, tx + TX * c] = acc_p[i, c] * (acc_dp[i, c] - col_dps[c])
+                        sw[ty * RM + i, tx + TX * c] = acc_p[i, c] * acc_dp[i, c]
                 accumulate(sw, q, b, h, m0, mc, d, sz, acc_dk)
 
         for i in range(RM):

@@ -1,0 +1,292 @@
+"""Host side of the Hopper forward kernel on packed variable-length sequences (kVarlen).
+
+Forward (forward_varlen) and backward (backward_varlen, the three launches of fa3lite/hopper/bwd.py
+with each sequence's rows found through cu_seqlens). Shapes (flash_attn's varlen layout): q (total_q, Hq, D), k/v (total_k, Hk, D), last dim contiguous;
+cu_seqlens_q/k int32 (B + 1,) cumulative row offsets, seqused_q/k None or int32 (B,) (sequence b uses
+the first seqused[b] of its rows). Returns out (total_q, Hq, D) contiguous, zero in rows no sequence
+uses, and lse (Hq, total_q) float32, natural log, -inf in such rows.
+
+Mask: per sequence, key j is visible to query i iff (not causal or j <= i + Sk_b - Sq_b + causal_offset)
+and (local_offset is None or j >= i + Sk_b - Sq_b + local_offset): both edges relative to the
+sequence's own bottom-right diagonal. softcap and sink as in fa3lite/hopper/fwd.py.
+
+The kernel runs one CTA per (query block of max_seqlen_q, head, sequence); a CTA past its sequence's
+end exits. Each CTA points copies of the q, k, v tensor maps at its sequence and cuts them at its
+end (cuda_src/attention/scheduler.cuh make_seq_maps), so boxes past the end arrive as zeros and no
+row of a neighbouring sequence is ever read; O is written row by row, never past the end.
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from .. import checks
+from ..runtime import launch, tma
+from ..runtime.driver import on_device
+from ..variants import FWD_PARAMS, FwdVariant, fwd_tile
+from . import bwd
+from .common import DTYPE_NAMES, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index
+
+_MAP_BYTES = 128
+_MAPS_PER_CTA = 3     # q, k, v
+
+
+@functools.cache
+def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, softcap: bool) -> FwdVariant:
+    return FwdVariant(head_dim, dtype, causal, debug=debug, tile=fwd_tile(head_dim, causal, 0, softcap),
+                      softcap=softcap, varlen=True)
+
+
+@functools.cache
+def _loaded(variant: FwdVariant, device_index: int) -> launch.Loaded:
+    return launch.load(variant.spec(), device_index, variant.smem_bytes)
+
+
+def _packed(t):
+    """(shape, strides) of a (total, H, D) tensor as the (1, total, H, D) tensor the maps cover."""
+    return (1, *t.shape), (t.shape[0] * t.stride(0), *t.stride())
+
+
+class _VarlenPlan:
+    """The forward launch of one varlen call signature, built once (like fwd._FwdPlan): kernel, grid,
+    packed parameter block, map makers; a call allocates out, lse and the CTAs' map copies and fills
+    in addresses."""
+
+    def __init__(self, q, k, v, batch: int, max_seqlen_q: int, softmax_scale: float, mask, softcap: float,
+                 has_sink: bool, seqused: bool):
+        total_q, Hq, D = q.shape
+        Hk = k.shape[1]
+        banded, causal_offset, local_offset = mask
+        variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0)
+        self.dev = device_index(q)
+        self.kernel = _loaded(variant, self.dev)
+        m_blocks = -(-max_seqlen_q // variant.block_m)
+        ctas = m_blocks * Hq * batch
+        if ctas > MAX_GRID_X:
+            raise ValueError(f"too many tiles for one launch: {ctas} > {MAX_GRID_X}")
+        self.grid, self.threads, self.ctas = (ctas, 1, 1), variant.threads, ctas
+        self.device, self.dtype = q.device, q.dtype
+        self.out_shape, self.lse_shape = (total_q, Hq, D), (Hq, total_q)
+        es = q.element_size()
+        blank = bytes(_MAP_BYTES)
+        self.template = FWD_PARAMS.pack(
+            q=blank, k=blank, v=blank, o=blank, lse=0, tile_sched=0, sink=0,
+            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, o_base=0,
+            seq_maps=0, q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
+            seqlen_q=total_q, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks,
+            num_tiles=ctas, causal_offset=causal_offset, local_offset=local_offset,
+            scale_log2=(softcap if softcap > 0 else softmax_scale) * LOG2E,
+            softcap_scale=softmax_scale / softcap if softcap > 0 else 0.0,
+        )
+        at = FWD_PARAMS.offsets
+        self.slots = tuple(
+            (at[name], tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, rows), self.dev))
+            for name, t, rows in (("q", q, variant.block_m), ("k", k, variant.block_n), ("v", v, variant.block_n)))
+        self.ptr_at = tuple(at[f] for f in ("cu_seqlens_q", "cu_seqlens_k", "q_base", "k_base", "v_base", "o_base",
+                                            "lse", "seq_maps"))
+        self.seqused_at = (at["seqused_q"], at["seqused_k"]) if seqused else None
+        self.sink_at = at["sink"] if has_sink else None
+
+    def __call__(self, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q=None, seqused_k=None, sink=None):
+        out = torch.zeros(self.out_shape, dtype=self.dtype, device=self.device)
+        lse = torch.full(self.lse_shape, float("-inf"), dtype=torch.float32, device=self.device)
+        maps = torch.empty((self.ctas * _MAPS_PER_CTA * _MAP_BYTES,), dtype=torch.uint8, device=self.device)
+        block = launch.staging_view(len(self.template))
+        block[:len(self.template)] = self.template
+        for (at, maker), t in zip(self.slots, (q, k, v)):
+            block[at:at + _MAP_BYTES] = maker(t.data_ptr())
+        for at, t in zip(self.ptr_at, (cu_seqlens_q, cu_seqlens_k, q, k, v, out, lse, maps)):
+            PTR.pack_into(block, at, t.data_ptr())
+        if self.seqused_at is not None:
+            for at, t in zip(self.seqused_at, (seqused_q, seqused_k)):
+                PTR.pack_into(block, at, t.data_ptr() if t is not None else 0)
+        if self.sink_at is not None:
+            PTR.pack_into(block, self.sink_at, sink.data_ptr())
+        launch.launch_staged(self.kernel, self.grid, self.threads, self.dev, launch.stream_handle(self.dev))
+        return out, lse
+
+
+_plans: dict[tuple, _VarlenPlan] = {}
+
+
+def forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, softmax_scale: float, causal: bool,
+                   causal_offset: int, local_offset: int | None = None, softcap: float = 0.0, sink=None,
+                   seqused_q=None, seqused_k=None):
+    """Varlen attention forward on the Hopper kernel. Returns (out, lse); see the module docstring.
+    cu_seqlens_*, seqused_* int32 contiguous on q's device; sink None or (Hq,) float32 contiguous."""
+    if not softmax_scale > 0:
+        raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")
+    batch = cu_seqlens_q.shape[0] - 1
+    total_q, Hq, D = q.shape
+    if batch <= 0 or max_seqlen_q <= 0 or total_q == 0 or Hq == 0 or k.shape[0] == 0:
+        out = torch.zeros((total_q, Hq, D), dtype=q.dtype, device=q.device)
+        if sink is not None and k.shape[0] == 0:
+            return out, sink.float().view(Hq, 1).expand(Hq, total_q).contiguous()
+        return out, torch.full((Hq, total_q), float("-inf"), dtype=torch.float32, device=q.device)
+    mask = band(causal, causal_offset, local_offset)
+    seqused = seqused_q is not None or seqused_k is not None
+    key = (q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, batch, max_seqlen_q, mask,
+           softmax_scale, softcap, sink is not None, seqused, debug_build())
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _VarlenPlan(q, k, v, batch, max_seqlen_q, softmax_scale, mask, softcap, sink is not None, seqused)
+        if len(_plans) >= PLAN_LIMIT:
+            _plans.clear()
+        _plans[key] = plan
+    return plan(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, sink)
+
+
+class _VarlenBwdPlan:
+    """The backward's three launches on packed sequences (fa3lite/hopper/bwd.py has the scheme): the
+    preprocess and postprocess find each sequence's rows through cu_seqlens_q, the main kernel
+    builds maps of its sequence like the forward; the statistics, dQ accumulator and turn counters
+    are laid out per (sequence, head) padded to max_seqlen_q, as for fixed lengths."""
+
+    def __init__(self, dout, q, k, v, out, lse, batch, max_seqlen_q, max_seqlen_k, softmax_scale, mask,
+                 deterministic, softcap, has_sink, seqused):
+        total_q, Hq, D = q.shape
+        total_k, Hk = k.shape[0], k.shape[1]
+        banded, causal_offset, local_offset = mask
+        self.gqa = Hq != Hk
+        variant = bwd.BwdVariant(D, DTYPE_NAMES[q.dtype], banded, self.gqa, debug_build(), softcap=softcap > 0,
+                                 varlen=True)
+        self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, q.dtype, variant.debug
+        self.pre, self.main, self.post = bwd._kernels(variant, self.dev)
+        self.deterministic = deterministic
+        self.copies = tuple(bool(checks.layout_reasons("t", t.unsqueeze(0))) for t in (dout, out))
+        dout, out = (checks.tma_ready(t.unsqueeze(0))[0] for t in (dout, out))
+        bm = bwd.BLOCK_M
+        m_blocks, n_blocks = -(-max_seqlen_q // bm), -(-max_seqlen_k // variant.block_n)
+        rows_pad = m_blocks * bm
+        self.ctas = n_blocks * Hq * batch
+        if self.ctas > MAX_GRID_X:
+            raise ValueError(f"too many key blocks for one launch: {self.ctas} > {MAX_GRID_X}")
+        self.rows = batch * Hq * rows_pad
+        self.accum = batch * Hq * m_blocks * bm * D
+        self.sems = -(-batch * Hq * m_blocks * variant.sems_per_block // 64) * 64 if deterministic else 0
+        self.q_shape, self.kv_shape, self.k_shape = (total_q, Hq, D), (total_k, Hq, D), (total_k, Hk, D)
+        self.stats_shape = (batch, Hq, rows_pad) if has_sink else None
+        rows_per_block = bwd._AUX_THREADS // (D // 8)
+        row_blocks = -(-rows_pad // rows_per_block)
+        self.pre_grid = (row_blocks * Hq * batch, 1, 1)
+        self.pre_params = bwd.PRE_PARAMS.pack(
+            dout=0, out=0, lse=0, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, cu_seqlens_q=0, seqused_q=0,
+            do_stride_b=0, do_stride_s=dout.stride(0), do_stride_h=dout.stride(1),
+            o_stride_b=0, o_stride_s=out.stride(0), o_stride_h=out.stride(1),
+            lse_stride_b=0, lse_stride_h=lse.stride(0), lse_stride_s=lse.stride(1),
+            seqlen_q=0, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks, block_m=bm,
+            sems_per_block=variant.sems_per_block)
+        es, blank = q.element_size(), bytes(_MAP_BYTES)
+        self.main_grid = (self.ctas, 1, 1)
+        self.main_params = bwd.BWD_PARAMS.pack(
+            q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,
+            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, dout_base=0,
+            seq_maps=0, q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
+            dout_row_bytes=dout.stride(0) * es,
+            seqlen_q=0, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks, num_n_blocks=n_blocks,
+            causal_offset=causal_offset, local_offset=local_offset, deterministic=int(deterministic),
+            softmax_scale=softmax_scale, scale_log2=(softcap if softcap > 0 else softmax_scale) * LOG2E,
+            softcap_scale=softmax_scale / softcap if softcap > 0 else 0.0)
+        total = self.accum // 4
+        self.post_grid = (-(-total // bwd._AUX_THREADS), 1, 1)
+        self.post_params = bwd.POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0, total=total,
+                                                seqlen_q=0, num_heads=Hq, num_m_blocks=m_blocks, scale=softmax_scale)
+        at = bwd.BWD_PARAMS.offsets
+        self.maps = tuple(
+            (at[name], tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, rows), self.dev))
+            for name, t, rows in (("q", q, bm), ("k", k, variant.block_n), ("v", v, variant.block_n),
+                                  ("dout", dout, bm)))
+        pre, post = bwd.PRE_PARAMS.offsets, bwd.POST_PARAMS.offsets
+        self.pre_at = tuple(pre[f] for f in ("dout", "out", "lse", "lse_log2", "dpsum", "dq_accum", "dq_sem",
+                                             "cu_seqlens_q", "seqused_q"))
+        self.main_at = tuple(at[f] for f in ("lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv", "cu_seqlens_q",
+                                             "cu_seqlens_k", "seqused_q", "seqused_k", "q_base", "k_base", "v_base",
+                                             "dout_base", "seq_maps"))
+        self.post_at = tuple(post[f] for f in ("dq_accum", "dq", "cu_seqlens_q", "seqused_q"))
+
+    def _buffer(self, shape, dtype, zero=False):
+        if zero:
+            return torch.zeros(shape, dtype=dtype, device=self.device)
+        if self.debug:
+            return torch.full(shape, float("nan"), dtype=dtype, device=self.device)
+        return torch.empty(shape, dtype=dtype, device=self.device)
+
+    def _launch(self, kernel, grid, threads, params, addresses, stream, maps=()):
+        """One launch inside the caller's on_device block: the parameters, then addresses and maps."""
+        block = launch.staging_view(len(params))
+        block[:len(params)] = params
+        for at, ptr in addresses:
+            PTR.pack_into(block, at, ptr)
+        for (at, maker), t in maps:
+            block[at:at + _MAP_BYTES] = maker(t.data_ptr())
+        launch.launch_current(kernel, grid, threads, self.dev, stream)
+
+    def __call__(self, dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, sink):
+        dout, out = (t.clone(memory_format=torch.contiguous_format) if c else t
+                     for c, t in zip(self.copies, (dout, out)))
+        stream = launch.stream_handle(self.dev)
+        work = self._buffer((self.accum + self.sems + 2 * self.rows,), torch.float32)
+        accum = work.data_ptr()
+        sems = accum + 4 * self.accum if self.sems else 0
+        lse_log2 = accum + 4 * (self.accum + self.sems)
+        dpsum = lse_log2 + 4 * self.rows
+        # rows no sequence uses get no gradient; every other row is written by the kernels
+        dq = self._buffer(self.q_shape, self.dtype, zero=True)
+        dkv_dtype = torch.float32 if self.gqa else self.dtype
+        dk, dv = (self._buffer(self.kv_shape if self.gqa else self.k_shape, dkv_dtype, zero=True) for _ in range(2))
+        maps = torch.empty((self.ctas * 4 * _MAP_BYTES,), dtype=torch.uint8, device=self.device)
+        used_q = seqused_q.data_ptr() if seqused_q is not None else 0
+        used_k = seqused_k.data_ptr() if seqused_k is not None else 0
+        with on_device(self.dev):
+            self._launch(self.pre, self.pre_grid, bwd._AUX_THREADS, self.pre_params,
+                         zip(self.pre_at, (dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum, accum,
+                                           sems, cu_seqlens_q.data_ptr(), used_q)), stream)
+            self._launch(self.main, self.main_grid, bwd.THREADS, self.main_params,
+                         zip(self.main_at, (lse_log2, dpsum, accum, sems, dk.data_ptr(), dv.data_ptr(),
+                                            cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), used_q, used_k,
+                                            q.data_ptr(), k.data_ptr(), v.data_ptr(), dout.data_ptr(),
+                                            maps.data_ptr())),
+                         stream, zip(self.maps, (q, k, v, dout)))
+            self._launch(self.post, self.post_grid, bwd._AUX_THREADS, self.post_params,
+                         zip(self.post_at, (accum, dq.data_ptr(), cu_seqlens_q.data_ptr(), used_q)), stream)
+        dsink = None
+        if self.stats_shape is not None:
+            start = self.accum + self.sems
+            lse2 = work[start:start + self.rows].view(self.stats_shape)
+            dps = work[start + self.rows:start + 2 * self.rows].view(self.stats_shape)
+            dsink = -(torch.exp2(sink.view(1, -1, 1) * LOG2E - lse2) * dps).sum(dim=(0, 2))
+        del work, maps
+        if self.gqa:
+            group = (self.k_shape[0], self.k_shape[1], self.kv_shape[1] // self.k_shape[1], self.k_shape[2])
+            dk = dk.view(group).sum(dim=2).to(self.dtype)
+            dv = dv.view(group).sum(dim=2).to(self.dtype)
+        return (dq, dk, dv) if dsink is None else (dq, dk, dv, dsink)
+
+
+_bwd_plans: dict[tuple, _VarlenBwdPlan] = {}
+
+
+def backward_varlen(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k: int,
+                    softmax_scale: float, causal: bool, causal_offset: int, local_offset: int | None = None,
+                    softcap: float = 0.0, sink=None, seqused_q=None, seqused_k=None, deterministic: bool = False):
+    """Varlen attention backward on the Hopper kernels: (dq, dk, dv) shaped like q, k, v (zero in rows
+    no sequence uses), and dsink after them with a sink; the forward's arguments, lse (Hq, total_q)."""
+    batch = cu_seqlens_q.shape[0] - 1
+    total_q, Hq, D = q.shape
+    if batch <= 0 or max_seqlen_q <= 0 or max_seqlen_k <= 0 or total_q == 0 or Hq == 0 or k.shape[0] == 0:
+        grads = tuple(torch.zeros_like(t, memory_format=torch.contiguous_format) for t in (q, k, v))
+        return grads if sink is None else grads + (torch.zeros_like(sink),)
+    mask = band(causal, causal_offset, local_offset)
+    seqused = seqused_q is not None or seqused_k is not None
+    key = (q.shape, q.stride(), k.shape, k.stride(), v.stride(), dout.stride(), out.stride(), lse.stride(),
+           dout.data_ptr() % 16 == 0, out.data_ptr() % 16 == 0, q.dtype, q.device, batch, max_seqlen_q, max_seqlen_k,
+           mask, softmax_scale, softcap, sink is not None, seqused, bool(deterministic), debug_build())
+    plan = _bwd_plans.get(key)
+    if plan is None:
+        plan = _VarlenBwdPlan(dout, q, k, v, out, lse, batch, max_seqlen_q, max_seqlen_k, softmax_scale, mask,
+                              bool(deterministic), softcap, sink is not None, seqused)
+        if len(_bwd_plans) >= PLAN_LIMIT:
+            _bwd_plans.clear()
+        _bwd_plans[key] = plan
+    return plan(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, sink)
