@@ -26,7 +26,7 @@ BACKENDS = ("auto", "fa3lite", "torch")
 # dtypes the API accepts at all (the torch fallback computes in fp32, or fp64 for fp64 inputs).
 API_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 KERNEL_DTYPES = (torch.float16, torch.bfloat16)
-KERNEL_HEAD_DIMS = (64, 128, 256)
+KERNEL_HEAD_DIMS = (64, 96, 128, 192, 256)
 KERNEL_CAPABILITY = (9, 0)
 # TMA descriptors: 16-byte aligned global address, strides positive multiples of 16 bytes < 2^40.
 TMA_ALIGN_BYTES = 16

@@ -7,7 +7,18 @@ import typing
 from .runtime.compile import KernelSpec
 from .runtime.params import ParamStruct
 
-HEAD_DIMS = (64, 128, 256)
+HEAD_DIMS = (64, 96, 128, 192, 256)
+
+
+# The kernel each head dim runs: 96 and 192 run padded to 128 and 256 (cuda_src/attention/tile_io.cuh;
+# 192 would fit 64-column blocks, but the backward's wide layout splits columns per warpgroup in
+# whole blocks, which 3 blocks do not allow).
+KERNEL_HEAD_DIMS = {64: 64, 96: 128, 128: 128, 192: 256, 256: 256}
+
+
+def kernel_head_dim(head_dim: int) -> int:
+    """The head dim of the kernel that serves ``head_dim`` (KERNEL_HEAD_DIMS)."""
+    return KERNEL_HEAD_DIMS[head_dim]
 SMEM_LIMIT = 227 * 1024   # dynamic shared memory one Hopper CTA may use
 DTYPES = ("bf16", "fp16")
 
@@ -47,7 +58,9 @@ SOFTCAP_TILES = {64: FwdTile(128, 128, 2, True, True, persistent=True)}
 
 
 def fwd_tile(head_dim: int, causal: bool, seqlen_k: int = 0, softcap: bool = False) -> FwdTile:
-    """The forward tile for a head dim, mask, key length and softcap (FWD_TILES, SOFTCAP_TILES)."""
+    """The forward tile for a head dim, mask, key length and softcap (FWD_TILES, SOFTCAP_TILES; a
+    padded head dim takes its kernel's)."""
+    head_dim = kernel_head_dim(head_dim)
     if softcap and head_dim in SOFTCAP_TILES:
         return SOFTCAP_TILES[head_dim]
     tile = None
@@ -92,6 +105,11 @@ class FwdVariant:
             object.__setattr__(self, "tile", self.tile._replace(persistent=False))
 
     @property
+    def kernel_dim(self) -> int:
+        """The kernel's head dim (kernel_head_dim): the tiles, registers and shared memory follow it."""
+        return kernel_head_dim(self.head_dim)
+
+    @property
     def block_m(self) -> int:
         return self.tile.block_m
 
@@ -129,7 +147,7 @@ class FwdVariant:
         return self._smem(self.separate_o)
 
     def _smem(self, separate_o: bool) -> int:
-        tiles = 2 * self.head_dim * (self.block_m * (2 if separate_o else 1) + 2 * self.stages * self.block_n)
+        tiles = 2 * self.kernel_dim * (self.block_m * (2 if separate_o else 1) + 2 * self.stages * self.block_n)
         barriers = 8 * (2 + 4 * self.stages)
         return tiles + barriers + 1024
 
@@ -138,7 +156,8 @@ class FwdVariant:
             source="attention/fwd_kernel.cu",
             name="fa3lite_fwd",
             defines=(
-                ("FA3LITE_HEAD_DIM", str(self.head_dim)),
+                ("FA3LITE_HEAD_DIM", str(self.kernel_dim)),
+                ("FA3LITE_HEAD_DIM_REAL", str(self.head_dim)),
                 ("FA3LITE_DTYPE_BF16", "1" if self.dtype == "bf16" else "0"),
                 ("FA3LITE_CAUSAL", "1" if self.causal else "0"),
                 ("FA3LITE_SOFTCAP", "1" if self.softcap else "0"),
@@ -159,7 +178,8 @@ class FwdVariant:
 def all_fwd_variants() -> list[FwdVariant]:
     """Every forward kernel the host can pick (each tile of FWD_TILES, both dtypes, with and without
     softcap; varlen with the short-sequence tile, one CTA per tile)."""
-    tiles = {(d, c, sc): ({fwd_tile(d, c, 0, True)} if sc and d in SOFTCAP_TILES else {t for _, t in FWD_TILES[(d, c)]})
+    tiles = {(d, c, sc): ({fwd_tile(d, c, 0, True)} if sc and kernel_head_dim(d) in SOFTCAP_TILES
+                          else {t for _, t in FWD_TILES[(kernel_head_dim(d), c)]})
              for d in HEAD_DIMS for c in (False, True) for sc in (False, True)}
     fixed = [FwdVariant(d, t, c, tile=tile, softcap=sc) for (d, c, sc), ts in tiles.items() for t in DTYPES
              for tile in sorted(ts)]

@@ -116,12 +116,12 @@ def test_fallback_warning_once_per_reason_set():
 
 
 def test_backend_fa3lite_lists_every_reason():
-    q = _rand(1, 4, 2, 96, dtype=torch.float32)
+    q = _rand(1, 4, 2, 80, dtype=torch.float32)
     with pytest.raises(fa3lite.InputError) as info:
         fa3lite.flash_attn_func(q, q, q, backend="fa3lite")
     message = str(info.value)
     assert "forward with backend='fa3lite': 3 problem(s)" in message
-    for part in ("got cpu", "got torch.float32", "got 96"):
+    for part in ("got cpu", "got torch.float32", "got 80"):
         assert part in message
 
 
@@ -299,19 +299,19 @@ def test_sdpa_errors_are_torchs(case):
 
 
 def test_sdpa_backend_fa3lite_lists_every_reason():
-    q, k, v = _sdpa_inputs(1, 2, 2, 3, 3, 96, torch.float32)
+    q, k, v = _sdpa_inputs(1, 2, 2, 3, 3, 80, torch.float32)
     with pytest.raises(fa3lite.InputError) as info:
         fa3lite.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(3, 3, dtype=torch.bool),
                                              dropout_p=0.1, backend="fa3lite")
     message = str(info.value)
     for part in ["attn_mask: expected None", "dropout_p: expected 0.0 for fa3lite, got 0.1",
                  "query/key/value.dtype: expected torch.float16 or torch.bfloat16", "got torch.float32",
-                 "q.device: expected a CUDA device", "q.shape[3] (head dim): expected one of 64, 128, 256"]:
+                 "q.device: expected a CUDA device", "q.shape[3] (head dim): expected one of 64, 96, 128, 192, 256"]:
         assert part in message, f"{part!r} not in:\n{message}"
     with pytest.raises(fa3lite.InputError) as info:
         fa3lite.scaled_dot_product_attention(q.half(), k.half(), v.half()[:, :1], backend="fa3lite")
     assert "key.shape[1] (nheads): expected query's 2 heads (or enable_gqa=True), got 1" not in str(info.value)
-    assert "value.shape: expected the same shape as key (1, 2, 3, 96), got (1, 1, 3, 96)" in str(info.value)
+    assert "value.shape: expected the same shape as key (1, 2, 3, 80), got (1, 1, 3, 80)" in str(info.value)
 
 
 def test_sdpa_invalid_backend():

@@ -131,15 +131,15 @@ def test_kernel_reasons_device_on_cpu():
 
 
 @pytest.mark.parametrize("dtype", [F16, torch.bfloat16])
-@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("d", [64, 96, 128, 192, 256])
 def test_kernel_reasons_none_beyond_the_device_for_supported_inputs(dtype, d):
     assert _reasons(*_qkv(d=d, dtype=dtype)) == []
 
 
 def test_kernel_reasons_dtype_and_head_dim():
-    assert _reasons(*_qkv(d=96, dtype=torch.float32)) == [
+    assert _reasons(*_qkv(d=80, dtype=torch.float32)) == [
         "q.dtype: expected torch.float16 or torch.bfloat16 for the fa3lite kernels, got torch.float32",
-        "q.shape[3] (head dim): expected one of 64, 128, 256 for the fa3lite kernels, got 96"]
+        "q.shape[3] (head dim): expected one of 64, 96, 128, 192, 256 for the fa3lite kernels, got 80"]
 
 
 def test_kernel_reasons_last_dim_stride():
@@ -216,14 +216,14 @@ def test_kernel_reasons_accept_hopper(monkeypatch):
 
 
 def test_backend_fa3lite_raises_with_every_reason_on_cpu():
-    q = torch.randn(1, 3, 2, 96)
-    k = torch.randn(1, 4, 2, 97)[..., :96]
+    q = torch.randn(1, 3, 2, 80)
+    k = torch.randn(1, 4, 2, 81)[..., :80]
     with pytest.raises(fa3lite.InputError) as info:
         fa3lite.flash_attn_func(q, k, k, backend="fa3lite")
     message = str(info.value)
     for part in ["q.device: expected a CUDA device", "got cpu",
                  "q.dtype: expected torch.float16 or torch.bfloat16", "got torch.float32",
-                 "q.shape[3] (head dim): expected one of 64, 128, 256", "got 96",
+                 "q.shape[3] (head dim): expected one of 64, 96, 128, 192, 256", "got 80",
                  "k.stride(1) (seqlen)", "k.stride(2) (nheads)", "v.stride(1) (seqlen)"]:
         assert part in message, f"{part!r} not in:\n{message}"
 

@@ -138,4 +138,4 @@ def test_kernel_info_rejects_unknown_kind_and_variant():
     with pytest.raises(ValueError, match="kind"):
         kernel_info("sideways")
     with pytest.raises(ValueError, match="head_dim"):
-        kernel_info("fwd", head_dim=96)
+        kernel_info("fwd", head_dim=80)

@@ -186,3 +186,23 @@ def test_window_skips_key_blocks():
         return start.elapsed_time(stop)
 
     assert elapsed((256, 0)) * 8 < elapsed((-1, -1))
+
+
+@pytest.mark.parametrize("d", [96, 192])
+@pytest.mark.parametrize("case", [dict(), dict(causal=True), dict(causal=True, window=(70, -1), softcap=10.0),
+                                  dict(window=(30, 40), softcap=25.0)], ids=str)
+def test_padded_head_dims(d, case):
+    # 96 and 192 run the 128 and 256 kernels with zero padding columns (cuda_src/attention/tile_io.cuh)
+    run(*inputs(2, 333, 421, 4, 2, d, torch.bfloat16, sink=True), **case)
+    run(*inputs(1, 129, 64, 2, 2, d, torch.float16, seed=3), **case)
+
+
+@pytest.mark.parametrize("d", [96, 192])
+def test_padded_head_dims_deterministic(d):
+    q, k, v, sink, dout = inputs(2, 700, 650, 4, 1, d, torch.bfloat16, sink=True)
+    _, _, first = run(q, k, v, sink, dout, causal=True, deterministic=True)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    fa3lite.flash_attn_func(*leaves, causal=True, learnable_sink=sink, deterministic=True,
+                            backend="fa3lite").backward(dout)
+    for a, b in zip(first, leaves):
+        assert torch.equal(a, b.grad)

@@ -17,7 +17,7 @@ from test_features_gpu import check_rule, dense  # noqa: E402
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    Sq=st.integers(1, 400), Sk=st.integers(1, 400), D=st.sampled_from([64, 128, 256]),
+    Sq=st.integers(1, 400), Sk=st.integers(1, 400), D=st.sampled_from([64, 96, 128, 192, 256]),
     group=st.sampled_from([(2, 2), (4, 1), (6, 2)]), dtype=st.sampled_from([torch.bfloat16, torch.float16]),
     causal=st.booleans(), left=st.integers(-1, 300), right=st.integers(-1, 300),
     softcap=st.sampled_from([0.0, 4.0, 30.0]), sink=st.booleans(), seed=st.integers(0, 2**31 - 1),

@@ -84,7 +84,7 @@ def check(lens_q, lens_k, hq=4, hk=2, d=128, dtype=torch.bfloat16, causal=False,
     return dq, dk, dv
 
 
-@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("d", [64, 96, 128, 192, 256])
 @pytest.mark.parametrize("causal", [False, True])
 def test_lengths(d, causal):
     check([1, 130, 0, 257, 64, 500], [5, 0, 300, 257, 1, 700], d=d, causal=causal, gaps=[3, 0, 17, 1, 0, 9])

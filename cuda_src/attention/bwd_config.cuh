@@ -26,7 +26,16 @@ using Element = bf16_t;
 using Element = f16_t;
 #endif
 
-constexpr int kHeadDim = FA3LITE_HEAD_DIM;
+constexpr int kHeadDim = FA3LITE_HEAD_DIM;   // the kernel's (a multiple of 64)
+// The tensors' head dim: kHeadDim, or 96 / 192 run padded to 128 / 256 (tile_io.cuh).
+#ifdef FA3LITE_HEAD_DIM_REAL
+constexpr int kHeadDimReal = FA3LITE_HEAD_DIM_REAL;
+#else
+constexpr int kHeadDimReal = kHeadDim;
+#endif
+constexpr bool kPaddedD = kHeadDimReal != kHeadDim;
+static_assert(kHeadDimReal <= kHeadDim && kHeadDim - kHeadDimReal <= 64 && kHeadDimReal % 8 == 0,
+              "a padded head dim leaves at most one 64-column block of padding, in 16-byte steps");
 // Banded mask and softcap as in the forward (config.cuh): key j visible to query i iff
 // i + local_offset <= j <= i + causal_offset; softcap recomputes tanh per score (bwd_softmax.cuh).
 constexpr bool kIsCausal = FA3LITE_CAUSAL != 0;

@@ -30,11 +30,13 @@ __device__ __forceinline__ void bwd_store_dkv(const BwdParams& p, const BwdTile&
       // rather than held in a register through the consumer's loop)
       const i64 key_row = kVarlen ? static_cast<i64>(__ldg(p.cu_seqlens_k + t.batch)) + key
                                   : static_cast<i64>(t.batch) * p.seqlen_k + key;
-      const i64 row = (key_row * p.num_heads_q + t.head) * kHeadDim;
+      const i64 row = (key_row * p.num_heads_q + t.head) * kHeadDimReal;
 #pragma unroll
       for (int j = 0; j < kWgCols / 8; ++j) {
         const int i = 4 * j + 2 * h;
-        const i64 idx = row + col0 + cb + frag::col(i);
+        const int col = col0 + cb + frag::col(i);
+        if (kPaddedD && col >= kHeadDimReal) continue;   // the padding columns: not in the tensor
+        const i64 idx = row + col;
         store_pair(p.dk, idx, dk[i] * p.softmax_scale, dk[i + 1] * p.softmax_scale);
         store_pair(p.dv, idx, dv[i], dv[i + 1]);
       }

@@ -35,7 +35,12 @@ static_assert(sizeof(PostParams) == FA3LITE_PARAMS_SIZE, "host and device disagr
 static_assert(FA3LITE_PARAMS_OK, "host and device disagree on the PostParams layout");
 #endif
 
-constexpr int kHeadDim = FA3LITE_HEAD_DIM;
+constexpr int kHeadDim = FA3LITE_HEAD_DIM;            // the main kernel's (padded) head dim
+#ifdef FA3LITE_HEAD_DIM_REAL
+constexpr int kHeadDimReal = FA3LITE_HEAD_DIM_REAL;   // dq's, when 96 / 192 ran padded
+#else
+constexpr int kHeadDimReal = kHeadDim;
+#endif
 constexpr int kBlockM = 64;
 constexpr int kDqN = kHeadDim >= 128 ? kHeadDim / 2 : kHeadDim;   // must match bwd_config.cuh
 constexpr int kDqChunks = kDqN / 8;
@@ -73,8 +78,9 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_postproc
     first_row = p.cu_seqlens_q[b];
     seqlen_q = p.seqused_q != nullptr ? p.seqused_q[b] : p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
   }
-  const i64 row_stride = static_cast<i64>(p.num_heads) * kHeadDim;
-  const i64 base = (first_row + row) * row_stride + static_cast<i64>(h) * kHeadDim + col;
+  if (col >= kHeadDimReal) return;           // a padding column: not in dq
+  const i64 row_stride = static_cast<i64>(p.num_heads) * kHeadDimReal;
+  const i64 base = (first_row + row) * row_stride + static_cast<i64>(h) * kHeadDimReal + col;
   if (row < seqlen_q) {
     *reinterpret_cast<u32*>(p.dq + base) = math::pack(v.x * p.scale, v.y * p.scale, Element{});
   }

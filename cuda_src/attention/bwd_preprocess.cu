@@ -50,7 +50,12 @@ static_assert(sizeof(PreParams) == FA3LITE_PARAMS_SIZE, "host and device disagre
 static_assert(FA3LITE_PARAMS_OK, "host and device disagree on the PreParams layout");
 #endif
 
-constexpr int kHeadDim = FA3LITE_HEAD_DIM;
+constexpr int kHeadDim = FA3LITE_HEAD_DIM;            // the main kernel's (padded) head dim
+#ifdef FA3LITE_HEAD_DIM_REAL
+constexpr int kHeadDimReal = FA3LITE_HEAD_DIM_REAL;   // dout's and out's, when 96 / 192 run padded
+#else
+constexpr int kHeadDimReal = kHeadDim;
+#endif
 constexpr int kThreadsPerRow = kHeadDim / 8;
 constexpr int kBlockThreads = 256;
 constexpr int kRowsPerBlock = kBlockThreads / kThreadsPerRow;
@@ -93,7 +98,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_preproce
   const i64 src_row = q_start + row;
 
   float acc = 0.f;
-  if (row < seqlen_q) {
+  if (row < seqlen_q && part * 8 < kHeadDimReal) {
     const uint4 dov = *reinterpret_cast<const uint4*>(
         p.dout + b * p.do_stride_b + src_row * p.do_stride_s + h * p.do_stride_h + part * 8);
     const uint4 ov = *reinterpret_cast<const uint4*>(

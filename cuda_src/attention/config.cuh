@@ -15,7 +15,16 @@ using Element = bf16_t;
 using Element = f16_t;
 #endif
 
-constexpr int kHeadDim = FA3LITE_HEAD_DIM;
+constexpr int kHeadDim = FA3LITE_HEAD_DIM;   // the kernel's (a multiple of 64)
+// The tensors' head dim: kHeadDim, or 96 / 192 run padded to 128 / 256 (tile_io.cuh).
+#ifdef FA3LITE_HEAD_DIM_REAL
+constexpr int kHeadDimReal = FA3LITE_HEAD_DIM_REAL;
+#else
+constexpr int kHeadDimReal = kHeadDim;
+#endif
+constexpr bool kPaddedD = kHeadDimReal != kHeadDim;
+static_assert(kHeadDimReal <= kHeadDim && kHeadDim - kHeadDimReal <= 64 && kHeadDimReal % 8 == 0,
+              "a padded head dim leaves at most one 64-column block of padding, in 16-byte steps");
 constexpr int kBlockM = FA3LITE_BLOCK_M;     // query rows per CTA tile (64 per consumer warpgroup)
 constexpr int kBlockN = FA3LITE_BLOCK_N;     // key rows per pipeline stage
 constexpr int kStages = FA3LITE_STAGES;      // depth of the K/V ring

@@ -17,8 +17,17 @@
 #include "params.cuh"
 #include "pipeline.cuh"
 #include "scheduler.cuh"
+#include "tile_io.cuh"
 
 namespace fa3lite { namespace attn {
+
+// Q tiles (kBlockM rows) and K/V tiles (kBlockN rows): tile_io.cuh.
+__device__ __forceinline__ void load_q(u32 dst, const TmaDesc* map, u32 bar, int row, int head, int batch) {
+  tile_io::load<kBlockM, kColBlocks, kPaddedD>(dst, map, bar, row, head, batch);
+}
+__device__ __forceinline__ void load_kv(u32 dst, const TmaDesc* map, u32 bar, int row, int head, int batch) {
+  tile_io::load<kBlockN, kColBlocks, kPaddedD>(dst, map, bar, row, head, batch);
+}
 
 __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& sm, bool leader) {
   if (leader) {
@@ -45,20 +54,20 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
       mbar::wait(sm.k_empty(pos.stage), pos.phase ^ 1u);
       if (leader) {
         mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
-        tma::load_5d(sm.k(pos.stage), map_k, sm.k_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, batch);
+        load_kv(sm.k(pos.stage), map_k, sm.k_full(pos.stage), n * kBlockN, t.head_kv, batch);
       }
       if (n == kb.end - 1) {
         if (q_round > 0) mbar::wait(sm.q_empty(), (q_round - 1) & 1u);
         if (leader) {
           mbar::arrive_expect_tx(sm.q_full(), kQTileBytes);
-          tma::load_5d(sm.q(), map_q, sm.q_full(), 0, t.m_block * kBlockM, 0, t.head, batch);
+          load_q(sm.q(), map_q, sm.q_full(), t.m_block * kBlockM, t.head, batch);
         }
         ++q_round;
       }
       mbar::wait(sm.v_empty(pos.stage), pos.phase ^ 1u);
       if (leader) {
         mbar::arrive_expect_tx(sm.v_full(pos.stage), kKVTileBytes);
-        tma::load_5d(sm.v(pos.stage), map_v, sm.v_full(pos.stage), 0, n * kBlockN, 0, t.head_kv, batch);
+        load_kv(sm.v(pos.stage), map_v, sm.v_full(pos.stage), n * kBlockN, t.head_kv, batch);
       }
       pos.advance();
     }

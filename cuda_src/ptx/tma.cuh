@@ -61,6 +61,11 @@ __device__ __forceinline__ void load_5d(u32 dst, const TmaDesc* desc, u32 bar,
 }
 
 // Store a box from shared memory; elements outside the tensor are clipped (never written).
+__device__ __forceinline__ void store_4d(const TmaDesc* desc, u32 src, i32 c0, i32 c1, i32 c2, i32 c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(desc), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+
 __device__ __forceinline__ void store_5d(const TmaDesc* desc, u32 src, i32 c0, i32 c1, i32 c2, i32 c3, i32 c4) {
   asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
                :: "l"(desc), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");

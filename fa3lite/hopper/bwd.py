@@ -42,9 +42,10 @@ from ..runtime import launch, tma
 from ..runtime.compile import KernelSpec
 from ..runtime.driver import on_device
 from ..runtime.params import ParamStruct
+from ..variants import kernel_head_dim
 from .common import DTYPE_NAMES, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index
 
-HEAD_DIMS = (64, 128, 256)
+HEAD_DIMS = (64, 96, 128, 192, 256)   # 96 and 192 run the 128 and 256 kernels padded (variants.kernel_head_dim)
 DTYPES = ("bf16", "fp16")
 BLOCK_M = 64            # query rows per step of the main kernel (bwd_config.cuh kBlockM)
 STAGES = 2              # Q/dO ring depth (kStages)
@@ -106,9 +107,14 @@ class BwdVariant:
             raise ValueError("dkv_f32 (f32 dk/dv per query head) needs need_dkv")
 
     @property
+    def kernel_dim(self) -> int:
+        """The kernel's head dim (variants.kernel_head_dim)."""
+        return kernel_head_dim(self.head_dim)
+
+    @property
     def wide(self) -> bool:
         """D = 256 layout (bwd_config.cuh kWide): 64 key rows per CTA, P^T/dS^T through smem."""
-        return self.head_dim > 128
+        return self.kernel_dim > 128
 
     @property
     def block_n(self) -> int:
@@ -126,12 +132,12 @@ class BwdVariant:
         """dQ tiles in shared memory per query block (bwd_config.cuh kDqRegions): none in the wide
         layout or without dQ, one column-split tile at D = 128, one partial tile per consumer
         warpgroup at D = 64."""
-        return 0 if self.wide or not self.need_dq else (1 if self.head_dim >= 128 else 2)
+        return 0 if self.wide or not self.need_dq else (1 if self.kernel_dim >= 128 else 2)
 
     @property
     def smem_bytes(self) -> int:
         """Mirror of BwdSmem::kDynamicBytes (the kernel static_asserts the two agree)."""
-        d, n = self.head_dim, self.block_n
+        d, n = self.kernel_dim, self.block_n
         split_cols = d >= 128
         tiles = 2 * (n * d * 2) + 2 * STAGES * (BLOCK_M * d * 2)
         ds_via_smem = self.need_dq or self.wide       # narrow dK reads dS^T from registers
@@ -143,7 +149,7 @@ class BwdVariant:
         return tiles + ds + p + dq + barriers + 1024
 
     def _common(self) -> tuple[tuple[str, str], ...]:
-        return (("FA3LITE_HEAD_DIM", str(self.head_dim)),
+        return (("FA3LITE_HEAD_DIM", str(self.kernel_dim)), ("FA3LITE_HEAD_DIM_REAL", str(self.head_dim)),
                 ("FA3LITE_DTYPE_BF16", "1" if self.dtype == "bf16" else "0"))
 
     def spec(self) -> KernelSpec:
@@ -307,14 +313,14 @@ class _BwdPlan:
         if ctas > MAX_GRID_X:
             raise ValueError(f"too many key blocks for one launch: {ctas} > {MAX_GRID_X}")
         self.rows = B * Hq * rows_pad                      # lse_log2 and dpsum: one buffer, two halves
-        self.accum = B * Hq * m_blocks * BLOCK_M * D if need_dq else 0
+        self.accum = B * Hq * m_blocks * BLOCK_M * variant.kernel_dim if need_dq else 0
         # turn counters, padded so that what follows them in one allocation stays 256-byte aligned
         self.sems = -(-B * Hq * m_blocks * variant.sems_per_block // 64) * 64 if deterministic else 0
         self.q_shape, self.kv_shape = (B, Sq, Hq, D), (B, Sk, Hq, D)
         self.group_shape = (B, Sk, Hk, Hq // Hk, D)
         self.stats_shape = (B, Hq, rows_pad) if has_sink else None
 
-        rows_per_block = _AUX_THREADS // (D // 8)
+        rows_per_block = _AUX_THREADS // (variant.kernel_dim // 8)
         row_blocks = -(-rows_pad // rows_per_block)
         self.pre_grid = (row_blocks * Hq * B, 1, 1)
         self.pre_params = PRE_PARAMS.pack(
@@ -342,7 +348,8 @@ class _BwdPlan:
                                             num_m_blocks=m_blocks, scale=softmax_scale)
         es, at = q.element_size(), BWD_PARAMS.offsets
         self.maps = tuple(
-            (at[name], tma.MapMaker(dtype, tma.bshd_geometry(t.shape, t.stride(), es, rows), self.dev))
+            (at[name], tma.MapMaker(dtype, tma.bshd_geometry(t.shape, t.stride(), es, rows,
+                                                             kernel_dim=variant.kernel_dim), self.dev))
             for name, t, rows in (("q", q, BLOCK_M), ("k", k, variant.block_n), ("v", v, variant.block_n),
                                   ("dout", dout, BLOCK_M)))
         self.pre_at = tuple(PRE_PARAMS.offsets[f] for f in ("dout", "out", "lse", "lse_log2", "dpsum", "dq_accum",

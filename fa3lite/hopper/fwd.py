@@ -88,7 +88,8 @@ class _FwdPlan:
         self.size = len(self.template)
         es, offsets = q.element_size(), FWD_PARAMS.offsets
         self.slots = tuple(
-            (offsets[name], tma.MapMaker(q.dtype, tma.bshd_geometry(shape, stride, es, rows, cols), self.dev))
+            (offsets[name], tma.MapMaker(q.dtype, tma.bshd_geometry(shape, stride, es, rows, cols, variant.kernel_dim),
+                                         self.dev))
             for name, shape, stride, rows, cols in (
                 ("q", (B, Sq, Hq, D), q_stride, variant.block_m, None),
                 ("k", (B, Sk, Hk, D), k_stride, variant.block_n, None),

@@ -81,7 +81,8 @@ class _VarlenPlan:
         )
         at = FWD_PARAMS.offsets
         self.slots = tuple(
-            (at[name], tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, rows), self.dev))
+            (at[name], tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, rows, kernel_dim=variant.kernel_dim),
+                                    self.dev))
             for name, t, rows in (("q", q, variant.block_m), ("k", k, variant.block_n), ("v", v, variant.block_n)))
         self.ptr_at = tuple(at[f] for f in ("cu_seqlens_q", "cu_seqlens_k", "q_base", "k_base", "v_base", "o_base",
                                             "lse", "seq_maps"))
@@ -163,11 +164,11 @@ class _VarlenBwdPlan:
         if self.ctas > MAX_GRID_X:
             raise ValueError(f"too many key blocks for one launch: {self.ctas} > {MAX_GRID_X}")
         self.rows = batch * Hq * rows_pad
-        self.accum = batch * Hq * m_blocks * bm * D
+        self.accum = batch * Hq * m_blocks * bm * variant.kernel_dim
         self.sems = -(-batch * Hq * m_blocks * variant.sems_per_block // 64) * 64 if deterministic else 0
         self.q_shape, self.kv_shape, self.k_shape = (total_q, Hq, D), (total_k, Hq, D), (total_k, Hk, D)
         self.stats_shape = (batch, Hq, rows_pad) if has_sink else None
-        rows_per_block = bwd._AUX_THREADS // (D // 8)
+        rows_per_block = bwd._AUX_THREADS // (variant.kernel_dim // 8)
         row_blocks = -(-rows_pad // rows_per_block)
         self.pre_grid = (row_blocks * Hq * batch, 1, 1)
         self.pre_params = bwd.PRE_PARAMS.pack(
@@ -194,7 +195,8 @@ class _VarlenBwdPlan:
                                                 seqlen_q=0, num_heads=Hq, num_m_blocks=m_blocks, scale=softmax_scale)
         at = bwd.BWD_PARAMS.offsets
         self.maps = tuple(
-            (at[name], tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, rows), self.dev))
+            (at[name], tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, rows, kernel_dim=variant.kernel_dim),
+                                    self.dev))
             for name, t, rows in (("q", q, bm), ("k", k, variant.block_n), ("v", v, variant.block_n),
                                   ("dout", dout, bm)))
         pre, post = bwd.PRE_PARAMS.offsets, bwd.POST_PARAMS.offsets

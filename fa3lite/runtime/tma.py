@@ -56,22 +56,32 @@ def encode(ptr: int, dtype, dims, strides_bytes, box,
     return blob
 
 
-def bshd_geometry(shape, stride, element_size: int, box_rows: int, box_col_blocks: int | None = None):
+def bshd_geometry(shape, stride, element_size: int, box_rows: int, box_col_blocks: int | None = None,
+                  kernel_dim: int | None = None):
     """(dims, strides_bytes, box) of the tensor map of a (B, S, H, D) tensor with these sizes and
     element strides, for boxes of ``box_rows`` rows x ``box_col_blocks`` blocks of 64 columns (default:
-    all D columns). D must be a multiple of 64 and the last dim contiguous. Dims of size 1 get a
+    all D columns), the last dim contiguous. D a multiple of 64: a 5-D map (64 columns, rows, column
+    blocks, heads, batch); otherwise (96, 192) a 4-D map (D columns, rows, heads, batch) with boxes of
+    one 64-column block. ``kernel_dim``: the head dim of the kernel that reads the map; one above D
+    (a padded head dim, e.g. 192 run as 256) also gets the 4-D map. Dims of size 1 get a
     nominal stride (it is never used) so that views with arbitrary strides there still encode."""
     B, S, H, D = shape
     sb, ss, sh, sd = stride
     if sd != 1:
         raise ValueError(f"last dimension must be contiguous (stride 1), got stride {sd}")
-    if D % COLS:
-        raise ValueError(f"head dim must be a multiple of {COLS}, got {D}")
-    nominal = D * element_size
+    if D % 8 or kernel_dim is not None and (kernel_dim % COLS or not 0 <= kernel_dim - D <= COLS):
+        raise ValueError(f"head dim {D}: expected a multiple of 8 at most 64 columns below a kernel head "
+                         f"dim that is a multiple of {COLS}, got kernel head dim {kernel_dim}")
+    kernel_dim = kernel_dim or D
+    nominal = kernel_dim * element_size
 
     def nbytes(n: int, s: int) -> int:
         return nominal if n == 1 else s * element_size
 
+    if kernel_dim != D:
+        # a padded head dim (96, 192): 4-D, one box per 64-column block; the columns past D are
+        # outside the tensor (zeros on load, clipped on store; cuda_src/attention/tile_io.cuh)
+        return (D, S, H, B), (nbytes(S, ss), nbytes(H, sh), nbytes(B, sb)), (COLS, box_rows, 1, 1)
     dims = (COLS, S, D // COLS, H, B)
     strides = (nbytes(S, ss), COLS * element_size, nbytes(H, sh), nbytes(B, sb))
     box = (COLS, box_rows, box_col_blocks or D // COLS, 1, 1)

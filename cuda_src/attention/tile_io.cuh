@@ -1,0 +1,38 @@
+// TMA copies of one [D/64][rows][64] tile, shared by the forward and backward roles. Head dims that
+// are multiples of 64 go through a 5-D map (64 columns, rows, D/64 column blocks, heads, batch) in
+// one copy. A head dim that is not (96, 192) runs the kernel of the next multiple of 64 (128, 256):
+// its map is 4-D (D_real columns, rows, heads, batch) and each 64-column block is its own copy, so
+// the columns past D_real fall outside the tensor and arrive as zeros (they add nothing to Q K^T or
+// P V), and stores of those columns are clipped (fa3lite/runtime/tma.py builds both maps).
+#pragma once
+#include "../ptx/tma.cuh"
+#include "../ptx/types.cuh"
+
+namespace fa3lite { namespace attn { namespace tile_io {
+
+constexpr int kCols = 64;          // columns of one 128-byte swizzle row
+constexpr u32 kRowBytes = 128;
+
+template <int Rows, int ColBlocks, bool Padded>
+__device__ __forceinline__ void load(u32 dst, const TmaDesc* map, u32 bar, int row, int head, int batch) {
+  if constexpr (Padded) {
+#pragma unroll
+    for (int blk = 0; blk < ColBlocks; ++blk) {
+      tma::load_4d(dst + blk * Rows * kRowBytes, map, bar, blk * kCols, row, head, batch);
+    }
+  } else {
+    tma::load_5d(dst, map, bar, 0, row, 0, head, batch);
+  }
+}
+
+// Column block `blk` of a tile's rows starting at `row` (the box's rows and the tile's layout are the map's).
+template <bool Padded>
+__device__ __forceinline__ void store_block(const TmaDesc* map, u32 src, int blk, int row, int head, int batch) {
+  if constexpr (Padded) {
+    tma::store_4d(map, src, blk * kCols, row, head, batch);
+  } else {
+    tma::store_5d(map, src, 0, row, blk, head, batch);
+  }
+}
+
+}}}  // namespace fa3lite::attn::tile_io
