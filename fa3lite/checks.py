@@ -27,6 +27,7 @@ BACKENDS = ("auto", "fa3lite", "torch")
 API_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 KERNEL_DTYPES = (torch.float16, torch.bfloat16)
 KERNEL_HEAD_DIMS = (64, 96, 128, 192, 256)
+KERNEL_HEAD_DIM_PAIRS = tuple((d, d) for d in KERNEL_HEAD_DIMS) + ((192, 128),)   # (q/k head dim, v's)
 KERNEL_CAPABILITY = (9, 0)
 # TMA descriptors: 16-byte aligned global address, strides positive multiples of 16 bytes < 2^40.
 TMA_ALIGN_BYTES = 16
@@ -99,7 +100,8 @@ def attention_problems(q, k, v, names: tuple[str, str, str] = ("q", "k", "v"),
     """Problems that make (q, k, v) invalid for attention whatever the backend.
 
     layout "bshd" (flash_attn): q (B, Sq, Hq, D), k and v (B, Sk, Hk, D); layout "bhsd" (torch SDPA):
-    q (B, Hq, Sq, D), k and v (B, Hk, Sk, D). Hq must be a multiple of Hk; one dtype among
+    q (B, Hq, Sq, D), k and v (B, Hk, Sk, D). v's last dim Dv may differ from D (out takes it).
+    Hq must be a multiple of Hk; one dtype among
     float16/bfloat16/float32/float64 and one device.
     """
     qn, kn, vn = names
@@ -148,7 +150,8 @@ def attention_problems(q, k, v, names: tuple[str, str, str] = ("q", "k", "v"),
         elif hk != 0 and hq % hk != 0:
             problems.append(f"{qn}.shape[{h}] (nheads_q): expected a multiple of {kn}.shape[{h}] "
                             f"(nheads_k = {hk}), got {hq}")
-    if kn in four_d and vn in four_d and _shape(v) != _shape(k):
+    if kn in four_d and vn in four_d and _shape(v)[:3] != _shape(k)[:3]:
+        # (v's head dim may differ from q's and k's: out takes v's)
         problems.append(f"{vn}.shape: expected the same shape as {kn} {_shape(k)}, got {_shape(v)}")
     return problems
 
@@ -274,7 +277,8 @@ def fwd_op_problems(q, k, v, softmax_scale, backend, softcap=0.0, sink=None) -> 
 
 def bwd_op_problems(dout, q, k, v, out, lse, softmax_scale, backend, softcap=0.0, sink=None) -> list[str]:
     """Every problem with the arguments of the custom op fa3lite::bwd: fwd's rules for (q, k, v), plus
-    dout and out shaped (B, Sq, Hq, D) like q in q's dtype, lse (B, Hq, Sq) float32, all on q's device."""
+    dout and out shaped (B, Sq, Hq, Dv) (v's head dim) in q's dtype, lse (B, Hq, Sq) float32, all on q's
+    device."""
     problems = fwd_op_problems(q, k, v, softmax_scale, backend, softcap, sink)
     if not isinstance(q, torch.Tensor) or q.dim() != 4:
         for name, t in (("dout", dout), ("out", out), ("lse", lse)):
@@ -282,13 +286,16 @@ def bwd_op_problems(dout, q, k, v, out, lse, softmax_scale, backend, softcap=0.0
                 problems.append(f"{name}: expected a torch.Tensor, got {_type_name(t)}")
         return problems
     b, sq, hq, _ = q.shape
-    for name, t, shape, dtype in (("dout", dout, _shape(q), q.dtype), ("out", out, _shape(q), q.dtype),
+    dv = v.shape[3] if isinstance(v, torch.Tensor) and v.dim() == 4 else q.shape[3]
+    o_shape = (b, sq, hq, dv)
+    for name, t, shape, dtype in (("dout", dout, o_shape, q.dtype), ("out", out, o_shape, q.dtype),
                                   ("lse", lse, (b, hq, sq), torch.float32)):
         if not isinstance(t, torch.Tensor):
             problems.append(f"{name}: expected a torch.Tensor, got {_type_name(t)}")
             continue
         if _shape(t) != shape:
-            problems.append(f"{name}.shape: expected {shape} (from q's shape {_shape(q)}), got {_shape(t)}")
+            source = f"q's shape {_shape(q)}" + (f" and v's head dim {dv}" if dv != q.shape[3] else "")
+            problems.append(f"{name}.shape: expected {shape} (from {source}), got {_shape(t)}")
         if t.dtype != dtype:
             problems.append(f"{name}.dtype: expected {dtype}, got {t.dtype}")
         if t.device != q.device:
@@ -397,6 +404,11 @@ def kernel_reasons(q, k, v, softmax_scale: float | None = None, softcap: float =
             reasons.append(f"{name}.shape[3] (head dim): expected one of {dims} for the fa3lite kernels, "
                            f"got {t.shape[3]}")
         reasons.extend(layout_reasons(name, t))
+    pair = (q.shape[3], v.shape[3])
+    if pair not in KERNEL_HEAD_DIM_PAIRS and pair[0] in KERNEL_HEAD_DIMS and pair[1] in KERNEL_HEAD_DIMS:
+        unequal = ", ".join(f"{dv} with q's {d}" for d, dv in KERNEL_HEAD_DIM_PAIRS if d != dv)
+        reasons.append(f"v.shape[3] (head dim): expected q's head dim {pair[0]} (or {unequal}) for the fa3lite "
+                       f"kernels, got {pair[1]}")
     if softmax_scale is not None and not softmax_scale > 0:
         reasons.append(f"softmax_scale: expected > 0 for the fa3lite kernels, got {softmax_scale}")
     if softcap > 0 and softmax_scale is not None and not (softmax_scale / softcap <= _F32_MAX

@@ -2,8 +2,8 @@
 
 Serves CPU tensors, non-Hopper GPUs and every input the Hopper kernels cannot take.
 
-Shapes (flash_attn layout): q (B, Sq, Hq, D), k/v (B, Sk, Hk, D), Hq a multiple of Hk (query head h
-reads key/value head h // (Hq // Hk)); out (B, Sq, Hq, D) contiguous in q's dtype; lse (B, Hq, Sq)
+Shapes (flash_attn layout): q (B, Sq, Hq, D), k (B, Sk, Hk, D), v (B, Sk, Hk, Dv), Hq a multiple of Hk
+(query head h reads key/value head h // (Hq // Hk)); out (B, Sq, Hq, Dv) contiguous in q's dtype; lse (B, Hq, Sq)
 float32 contiguous, natural log. Causal: key j is visible to query i iff j <= i + causal_offset;
 local_offset (None: no lower edge): only if also j >= i + local_offset (a sliding window's band).
 softcap > 0: scores z = softcap * tanh(softmax_scale * q.k / softcap). sink: None or a (Hq,) tensor of
@@ -115,9 +115,9 @@ def is_empty(q: torch.Tensor, k: torch.Tensor) -> bool:
 def forward(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, local_offset: int | None = None,
             softcap: float = 0.0, sink=None):
     """Attention forward. Returns (out (B, Sq, Hq, D) in q.dtype, lse (B, Hq, Sq) float32)."""
-    b, sq, hq, d = q.shape
+    b, sq, hq, _ = q.shape
     if is_empty(q, k):
-        out = torch.zeros((b, sq, hq, d), dtype=q.dtype, device=q.device)
+        out = torch.zeros((b, sq, hq, v.shape[3]), dtype=q.dtype, device=q.device)
         if sink is not None:
             return out, sink.to(torch.float32).reshape(1, hq, 1).expand(b, hq, sq).contiguous()
         return out, torch.full((b, hq, sq), -math.inf, dtype=torch.float32, device=q.device)
@@ -160,7 +160,7 @@ def backward(dout, q, k, v, out, lse, softmax_scale: float, causal: bool, causal
     dog, og = _heads_grouped(dout, groups, cdt), _heads_grouped(out, groups, cdt)
     dpsum = (dog * og).sum(dim=-1)  # (B, Hk, G, Sq)
     dkg = torch.zeros(kg.shape[:2] + kg.shape[3:], dtype=cdt, device=q.device)  # (B, Hk, Sk, D)
-    dvg = torch.zeros_like(dkg)
+    dvg = torch.zeros(vg.shape[:2] + vg.shape[3:], dtype=cdt, device=q.device)  # (B, Hk, Sk, Dv)
     sg = _sink_grouped(sink, k.shape[2], cdt) if sink is not None else None
     dsink = torch.zeros_like(sg) if sink is not None else None
     dq_blocks = []
@@ -204,7 +204,7 @@ def forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale: float, ca
     """Varlen forward, one sequence at a time (fa3lite/hopper/varlen.py has the layout and the mask:
     the offsets are relative to each sequence's diagonal). Returns out (total_q, Hq, D) in q.dtype,
     zero in rows no sequence uses, and lse (Hq, total_q) float32, -inf there."""
-    out = torch.zeros(q.shape, dtype=q.dtype, device=q.device)
+    out = torch.zeros((*q.shape[:2], v.shape[2]), dtype=q.dtype, device=q.device)
     lse = torch.full((q.shape[1], q.shape[0]), -math.inf, dtype=torch.float32, device=q.device)
     for qs, sq, ks, sk in _sequences(cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k):
         o, l = forward(q[qs:qs + sq].unsqueeze(0), k[ks:ks + sk].unsqueeze(0), v[ks:ks + sk].unsqueeze(0),

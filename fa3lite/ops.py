@@ -206,8 +206,8 @@ def fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float,
 @fwd.register_fake
 def _fwd_fake(q, k, v, softmax_scale, causal, causal_offset, deterministic=False, backend="auto",
               local_offset=None, softcap=0.0, sink=None):
-    b, sq, hq, d = q.shape
-    out = q.new_empty((b, sq, hq, d))
+    b, sq, hq, _ = q.shape
+    out = q.new_empty((b, sq, hq, v.shape[3]))
     lse = q.new_empty((b, hq, sq), dtype=torch.float32)
     return out, lse
 
@@ -448,7 +448,7 @@ def varlen_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: 
 @varlen_fwd.register_fake
 def _varlen_fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
                      softmax_scale, causal, causal_offset, local_offset, softcap, sink, deterministic, backend):
-    return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+    return q.new_empty((*q.shape[:2], v.shape[2])), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
 
 
 @torch.library.custom_op(f"{_NAMESPACE}::varlen_bwd", mutates_args=())

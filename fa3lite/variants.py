@@ -19,6 +19,11 @@ KERNEL_HEAD_DIMS = {64: 64, 96: 128, 128: 128, 192: 256, 256: 256}
 def kernel_head_dim(head_dim: int) -> int:
     """The head dim of the kernel that serves ``head_dim`` (KERNEL_HEAD_DIMS)."""
     return KERNEL_HEAD_DIMS[head_dim]
+
+
+# (Q/K head dim, V head dim) pairs the kernels take: equal ones, and DeepSeek's 192 / 128, which runs
+# the 256 kernel with V and O padded from 128 (tile_io.cuh).
+HEAD_DIM_PAIRS = tuple((d, d) for d in HEAD_DIMS) + ((192, 128),)
 SMEM_LIMIT = 227 * 1024   # dynamic shared memory one Hopper CTA may use
 DTYPES = ("bf16", "fp16")
 
@@ -93,10 +98,16 @@ class FwdVariant:
     tile: FwdTile | None = None   # None: the tile FWD_TILES gives short sequences
     softcap: bool = False         # scores through softcap * tanh(s / softcap): config.cuh kSoftcap
     varlen: bool = False          # packed variable-length sequences (one CTA per tile): kVarlen
+    head_dim_v: int | None = None # V's and O's head dim (None: head_dim): kHeadDimVReal
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
             raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {self.head_dim}")
+        if self.head_dim_v is None:
+            object.__setattr__(self, "head_dim_v", self.head_dim)
+        if (self.head_dim, self.head_dim_v) not in HEAD_DIM_PAIRS:
+            raise ValueError(f"(head_dim, head_dim_v) must be one of {HEAD_DIM_PAIRS}, "
+                             f"got {(self.head_dim, self.head_dim_v)}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         if self.tile is None:
@@ -158,6 +169,7 @@ class FwdVariant:
             defines=(
                 ("FA3LITE_HEAD_DIM", str(self.kernel_dim)),
                 ("FA3LITE_HEAD_DIM_REAL", str(self.head_dim)),
+                ("FA3LITE_HEAD_DIM_V_REAL", str(self.head_dim_v)),
                 ("FA3LITE_DTYPE_BF16", "1" if self.dtype == "bf16" else "0"),
                 ("FA3LITE_CAUSAL", "1" if self.causal else "0"),
                 ("FA3LITE_SOFTCAP", "1" if self.softcap else "0"),
@@ -185,4 +197,7 @@ def all_fwd_variants() -> list[FwdVariant]:
              for tile in sorted(ts)]
     varlen = [FwdVariant(d, t, c, softcap=sc, varlen=True) for d in HEAD_DIMS for t in DTYPES for c in (False, True)
               for sc in (False, True)]
-    return fixed + varlen
+    # unequal head dims (HEAD_DIM_PAIRS), fixed and varlen, without softcap
+    unequal = [FwdVariant(d, t, c, head_dim_v=dv, varlen=vl) for d, dv in HEAD_DIM_PAIRS if d != dv
+               for t in DTYPES for c in (False, True) for vl in (False, True)]
+    return fixed + varlen + unequal

@@ -19,13 +19,15 @@ _NEEDS_ID = {(True, True): "dq+dkv", (True, False): "dq", (False, True): "dkv"}
 
 def _id(v):
     return (f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-{_NEEDS_ID[v.need_dq, v.need_dkv]}"
-            f"{'-f32' if v.dkv_f32 else ''}{'-softcap' if v.softcap else ''}{'-varlen' if v.varlen else ''}")
+            f"{'-f32' if v.dkv_f32 else ''}{'-softcap' if v.softcap else ''}{'-varlen' if v.varlen else ''}"
+            f"{f'-v{v.head_dim_v}' if v.head_dim_v != v.head_dim else ''}")
 
 
 def test_all_variants_are_listed():
     variants = hopper_bwd.all_bwd_variants()
-    # head dims, dtypes, causal, needs x f32, softcap; varlen: every gradient, f32 or not, softcap
-    assert len(variants) == len(set(variants)) == 3 * 2 * 2 * 5 * 2 + 3 * 2 * 2 * 2 * 2
+    # head dims, dtypes, causal, needs x f32, softcap; varlen: every gradient, f32 or not, softcap; the
+    # (192, 128) pair: every gradient, dtypes, causal, f32 or not, fixed or varlen
+    assert len(variants) == len(set(variants)) == 5 * 2 * 2 * 5 * 2 + 5 * 2 * 2 * 2 * 2 + 2 * 2 * 2 * 2
     assert {(v.need_dq, v.need_dkv) for v in variants} == {(True, True), (True, False), (False, True)}
     assert not any(v.dkv_f32 and not v.need_dkv for v in variants)
 
@@ -62,7 +64,7 @@ def test_bwd_variant_resources_and_sass(variant):
         # dK/dV are the only plain global stores (dQ goes through reductions)
         assert not any(op.startswith("STG") for op in sass), sorted(sass)
     # S^T and dP^T (D/16 k-steps each), dV and dK (kBlockM/16 each), dQ (the keys one warpgroup sums)
-    d, m, n = variant.head_dim, hopper_bwd.BLOCK_M, variant.block_n
+    d, m, n = variant.kernel_dim, hopper_bwd.BLOCK_M, variant.block_n
     dq_steps = n // 16 if d >= 128 else n // 32
     hgmma = 2 * (d // 16) + (2 * (m // 16) if need_dkv else 0) + (dq_steps if need_dq else 0)
     assert sass.get("HGMMA", 0) == hgmma

@@ -277,3 +277,13 @@ def test_reason_kind_drops_the_values():
     assert checks.reason_kind("q.stride(0) (batch): expected a positive multiple of 16 bytes, got 8") == \
         "q.stride(0) (batch)"
     assert checks.reason_kind("no colon at all") == "no colon at all"
+
+
+def test_kernel_reasons_for_unequal_head_dims():
+    q, k, _ = _qkv(d=192, dtype=torch.bfloat16)
+    v = torch.zeros(k.shape[:3] + (128,), dtype=torch.bfloat16)
+    assert _reasons(q, k, v) == []                       # DeepSeek's (192, 128)
+    q, k, _ = _qkv(d=128, dtype=torch.bfloat16)
+    v = torch.zeros(k.shape[:3] + (64,), dtype=torch.bfloat16)
+    assert _reasons(q, k, v) == [
+        "v.shape[3] (head dim): expected q's head dim 128 (or 128 with q's 192) for the fa3lite kernels, got 64"]

@@ -20,14 +20,14 @@ def _private_cache(tmp_path, monkeypatch):
 @pytest.mark.parametrize("variant", all_fwd_variants(),
                          ids=lambda v: f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-n{v.block_n}"
                                        f"{'-p' if v.tile.persistent else ''}{'-softcap' if v.softcap else ''}"
-                                       f"{'-varlen' if v.varlen else ''}")
+                                       f"{'-varlen' if v.varlen else ''}{f'-v{v.head_dim_v}' if v.head_dim_v != v.head_dim else ''}")
 def test_fwd_variant_resources_and_sass(variant):
     info = spec_info(variant.spec(), variant.smem_bytes)
     sass = info["sass"]
     assert info["spill_bytes"] == 0, info["ptxas_log"]
     assert info["stack_bytes"] == 0, info["ptxas_log"]
     assert info["smem_bytes"] <= 227 * 1024
-    assert sass.get("HGMMA", 0) >= variant.head_dim // 16 + variant.block_n // 16
+    assert sass.get("HGMMA", 0) >= variant.kernel_dim // 16 + variant.block_n // 16
     assert sass.get("UTMALDG", 0) >= 3          # Q, K, V
     if variant.varlen:
         # O copied out row by row (never past the sequence's end); the sequence's maps made in place

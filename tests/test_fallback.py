@@ -173,3 +173,22 @@ def test_autocast_is_off_inside_the_fallback(dtype):
     assert got.dtype == torch.float32 and torch.isfinite(got).all()
     assert torch.equal(got, want)
     assert all(torch.equal(a, b) for a, b in zip(got_grads, want_grads))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_value_head_dim_may_differ(causal):
+    # (q/k head dim, v head dim) = (12, 8): out takes v's; gradients against float64 autograd
+    g = torch.Generator().manual_seed(3)
+    q, k = torch.randn(2, 5, 4, 12, generator=g, dtype=torch.float64), torch.randn(2, 7, 2, 12, generator=g,
+                                                                                    dtype=torch.float64)
+    v = torch.randn(2, 7, 2, 8, generator=g, dtype=torch.float64)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    out = fa3lite.flash_attn_func(*leaves, causal=causal, backend="torch")
+    assert out.shape == (2, 5, 4, 8)
+    s = torch.einsum("bqhd,bkhd->bhqk", q, k.repeat_interleave(2, 2)) * 12 ** -0.5
+    if causal:
+        s = s.masked_fill(torch.ones(5, 7, dtype=torch.bool).triu(7 - 5 + 1), float("-inf"))
+    want = torch.einsum("bhqk,bkhd->bqhd", s.softmax(-1), v.repeat_interleave(2, 2))
+    torch.testing.assert_close(out, want)
+    assert torch.autograd.gradcheck(lambda q, k, v: fa3lite.flash_attn_func(q, k, v, causal=causal, backend="torch"),
+                                    tuple(leaves))

@@ -81,10 +81,11 @@ def check_rule(name, got, ref, pt, atol=ATOL):
     assert err <= bound, f"{name}: max|x-ref| = {err:.3e} > 2*max|pt-ref| + atol = {bound:.3e}"
 
 
-def inputs(b, sq, sk, hq, hk, d, dtype, sink=False, seed=0):
+def inputs(b, sq, sk, hq, hk, d, dtype, sink=False, seed=0, dv=None):
     g = torch.Generator(device="cuda").manual_seed(seed)
     r = lambda *s: torch.randn(*s, generator=g, device="cuda").to(dtype)  # noqa: E731
-    q, k, v, dout = r(b, sq, hq, d), r(b, sk, hk, d), r(b, sk, hk, d), r(b, sq, hq, d)
+    dv = dv or d
+    q, k, v, dout = r(b, sq, hq, d), r(b, sk, hk, d), r(b, sk, hk, dv), r(b, sq, hq, dv)
     s = torch.randn(hq, generator=g, device="cuda") if sink else None
     return q, k, v, s, dout
 
@@ -206,3 +207,11 @@ def test_padded_head_dims_deterministic(d):
                             backend="fa3lite").backward(dout)
     for a, b in zip(first, leaves):
         assert torch.equal(a, b.grad)
+
+
+@pytest.mark.parametrize("case", [dict(), dict(causal=True), dict(causal=True, window=(90, -1), deterministic=True)],
+                         ids=str)
+def test_value_head_dim_128_beside_192(case):
+    # DeepSeek's (192, 128): the 256 kernel with V and O padded from 128
+    run(*inputs(2, 333, 421, 4, 2, 192, torch.bfloat16, sink=True, dv=128), **case)
+    run(*inputs(1, 1, 64, 2, 2, 192, torch.float16, seed=4, dv=128), **case)

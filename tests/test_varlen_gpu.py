@@ -18,13 +18,13 @@ import fa3lite  # noqa: E402
 from test_features_gpu import check_rule, dense  # noqa: E402
 
 
-def packed(lens_q, lens_k, hq, hk, d, dtype, gaps=(), seed=0):
+def packed(lens_q, lens_k, hq, hk, d, dtype, gaps=(), seed=0, dv=None):
     """q, k, v with sequence b in rows [cu[b], cu[b] + len[b]), NaN everywhere else: each sequence
     owns len + gap rows (seqused = len), and 7 NaN rows follow the last one."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     gaps = list(gaps) or [0] * len(lens_q)
 
-    def pack(lens, h):
+    def pack(lens, h, d=d):
         own = [n + gap for n, gap in zip(lens, gaps)]
         cu = torch.tensor([0] + torch.tensor(own).cumsum(0).tolist(), dtype=torch.int32, device="cuda")
         t = torch.full((sum(own) + 7, h, d), math.nan, device="cuda", dtype=dtype)
@@ -34,17 +34,17 @@ def packed(lens_q, lens_k, hq, hk, d, dtype, gaps=(), seed=0):
 
     q, cu_q = pack(lens_q, hq)
     k, cu_k = pack(lens_k, hk)
-    v, _ = pack(lens_k, hk)
+    v, _ = pack(lens_k, hk, dv or d)
     used = lambda lens: torch.tensor(lens, dtype=torch.int32, device="cuda")  # noqa: E731
     return q, k, v, cu_q, cu_k, used(lens_q), used(lens_k)
 
 
 def check(lens_q, lens_k, hq=4, hk=2, d=128, dtype=torch.bfloat16, causal=False, window=(-1, -1), softcap=0.0,
-          sink=False, gaps=(), deterministic=False):
+          sink=False, gaps=(), deterministic=False, dv=None):
     """Forward and backward on the kernels; every sequence against dense() with FA3's rule; rows no
     sequence uses: out 0, lse -inf, gradients 0 (their inputs, and dout there, are NaN)."""
-    q, k, v, cu_q, cu_k, used_q, used_k = packed(lens_q, lens_k, hq, hk, d, dtype, gaps)
-    dout = packed(lens_q, lens_k, hq, hk, d, dtype, gaps, seed=1)[0]
+    q, k, v, cu_q, cu_k, used_q, used_k = packed(lens_q, lens_k, hq, hk, d, dtype, gaps, dv=dv)
+    dout = packed(lens_q, lens_k, hq, hk, dv or d, dtype, gaps, seed=1)[0]
     s = torch.randn(hq, generator=torch.Generator(device="cuda").manual_seed(7), device="cuda") if sink else None
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
     s_leaf = s.clone().requires_grad_() if sink else None
@@ -54,7 +54,7 @@ def check(lens_q, lens_k, hq=4, hk=2, d=128, dtype=torch.bfloat16, causal=False,
                                               backend="fa3lite")
     out.backward(dout)
     dq, dk, dv = (t.grad for t in leaves)
-    assert out.shape == q.shape and lse.shape == (hq, q.shape[0])
+    assert out.shape == (*q.shape[:2], v.shape[2]) and lse.shape == (hq, q.shape[0])
     for name, t in (("out", out), ("lse", lse), ("dq", dq), ("dk", dk), ("dv", dv)):
         assert not torch.isnan(t).any(), f"{name}: NaN"
     written_q = torch.zeros(q.shape[0], dtype=torch.bool, device="cuda")
@@ -125,3 +125,7 @@ def test_deterministic_repeats_bitwise(d):
         again = check([700, 1, 900], [650, 40, 900], **case)
         for a, b in zip(first, again):
             assert torch.equal(a, b)
+
+
+def test_value_head_dim_128_beside_192():
+    check([300, 1, 129], [280, 50, 129], d=192, dv=128, causal=True, sink=True, gaps=[2, 0, 5])

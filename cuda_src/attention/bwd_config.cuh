@@ -27,15 +27,24 @@ using Element = f16_t;
 #endif
 
 constexpr int kHeadDim = FA3LITE_HEAD_DIM;   // the kernel's (a multiple of 64)
-// The tensors' head dim: kHeadDim, or 96 / 192 run padded to 128 / 256 (tile_io.cuh).
+// The tensors' head dims: Q and K's (kHeadDimReal), V and O's (kHeadDimVReal). Each is kHeadDim or
+// runs padded to it (96 / 192 in 128 / 256; V's 128 beside Q/K's 192 in 256): tile_io.cuh.
 #ifdef FA3LITE_HEAD_DIM_REAL
 constexpr int kHeadDimReal = FA3LITE_HEAD_DIM_REAL;
 #else
 constexpr int kHeadDimReal = kHeadDim;
 #endif
-constexpr bool kPaddedD = kHeadDimReal != kHeadDim;
+#ifdef FA3LITE_HEAD_DIM_V_REAL
+constexpr int kHeadDimVReal = FA3LITE_HEAD_DIM_V_REAL;
+#else
+constexpr int kHeadDimVReal = kHeadDimReal;
+#endif
+constexpr bool kPaddedQK = kHeadDimReal != kHeadDim;
+constexpr bool kPaddedV = kHeadDimVReal != kHeadDim;
 static_assert(kHeadDimReal <= kHeadDim && kHeadDim - kHeadDimReal <= 64 && kHeadDimReal % 8 == 0,
-              "a padded head dim leaves at most one 64-column block of padding, in 16-byte steps");
+              "a padded Q/K head dim leaves at most one 64-column block of padding, in 16-byte steps");
+static_assert(kHeadDimVReal <= kHeadDim && kHeadDimVReal > 0 && kHeadDimVReal % 8 == 0,
+              "V's head dim fits the kernel's, in 16-byte steps");
 // Banded mask and softcap as in the forward (config.cuh): key j visible to query i iff
 // i + local_offset <= j <= i + causal_offset; softcap recomputes tanh per score (bwd_softmax.cuh).
 constexpr bool kIsCausal = FA3LITE_CAUSAL != 0;

@@ -30,15 +30,16 @@ __device__ __forceinline__ void bwd_store_dkv(const BwdParams& p, const BwdTile&
       // rather than held in a register through the consumer's loop)
       const i64 key_row = kVarlen ? static_cast<i64>(__ldg(p.cu_seqlens_k + t.batch)) + key
                                   : static_cast<i64>(t.batch) * p.seqlen_k + key;
-      const i64 row = (key_row * p.num_heads_q + t.head) * kHeadDimReal;
+      const i64 row = key_row * p.num_heads_q + t.head;   // dK rows are kHeadDimReal wide, dV rows kHeadDimVReal
 #pragma unroll
       for (int j = 0; j < kWgCols / 8; ++j) {
         const int i = 4 * j + 2 * h;
         const int col = col0 + cb + frag::col(i);
-        if (kPaddedD && col >= kHeadDimReal) continue;   // the padding columns: not in the tensor
-        const i64 idx = row + col;
-        store_pair(p.dk, idx, dk[i] * p.softmax_scale, dk[i + 1] * p.softmax_scale);
-        store_pair(p.dv, idx, dv[i], dv[i + 1]);
+        // padding columns are not in the tensors
+        if (!kPaddedQK || col < kHeadDimReal) {
+          store_pair(p.dk, row * kHeadDimReal + col, dk[i] * p.softmax_scale, dk[i + 1] * p.softmax_scale);
+        }
+        if (!kPaddedV || col < kHeadDimVReal) store_pair(p.dv, row * kHeadDimVReal + col, dv[i], dv[i + 1]);
       }
     }
   }

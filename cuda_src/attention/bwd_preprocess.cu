@@ -51,10 +51,10 @@ static_assert(FA3LITE_PARAMS_OK, "host and device disagree on the PreParams layo
 #endif
 
 constexpr int kHeadDim = FA3LITE_HEAD_DIM;            // the main kernel's (padded) head dim
-#ifdef FA3LITE_HEAD_DIM_REAL
-constexpr int kHeadDimReal = FA3LITE_HEAD_DIM_REAL;   // dout's and out's, when 96 / 192 run padded
+#ifdef FA3LITE_HEAD_DIM_V_REAL
+constexpr int kHeadDimVReal = FA3LITE_HEAD_DIM_V_REAL;   // dout's and out's (V's), when run padded
 #else
-constexpr int kHeadDimReal = kHeadDim;
+constexpr int kHeadDimVReal = kHeadDim;
 #endif
 constexpr int kThreadsPerRow = kHeadDim / 8;
 constexpr int kBlockThreads = 256;
@@ -98,7 +98,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_preproce
   const i64 src_row = q_start + row;
 
   float acc = 0.f;
-  if (row < seqlen_q && part * 8 < kHeadDimReal) {
+  if (row < seqlen_q && part * 8 < kHeadDimVReal) {
     const uint4 dov = *reinterpret_cast<const uint4*>(
         p.dout + b * p.do_stride_b + src_row * p.do_stride_s + h * p.do_stride_h + part * 8);
     const uint4 ov = *reinterpret_cast<const uint4*>(

@@ -15,12 +15,10 @@
 
 namespace fa3lite { namespace attn { namespace bwd {
 
-// Q/dO tiles (kBlockM rows) and K/V tiles (kBlockN rows): tile_io.cuh.
-__device__ __forceinline__ void load_q(u32 dst, const TmaDesc* map, u32 bar, int row, int head, int batch) {
-  tile_io::load<kBlockM, kColBlocks, kPaddedD>(dst, map, bar, row, head, batch);
-}
-__device__ __forceinline__ void load_kv(u32 dst, const TmaDesc* map, u32 bar, int row, int head, int batch) {
-  tile_io::load<kBlockN, kColBlocks, kPaddedD>(dst, map, bar, row, head, batch);
+// Q and dO tiles (kBlockM rows), K and V tiles (kBlockN rows), each with its own padding: tile_io.cuh.
+template <int Rows, bool Padded>
+__device__ __forceinline__ void load(u32 dst, const TmaDesc* map, u32 bar, int row, int head, int batch) {
+  tile_io::load<Rows, kColBlocks, Padded>(dst, map, bar, row, head, batch);
 }
 
 __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t) {
@@ -40,17 +38,17 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem& 
   const int batch = kVarlen ? 0 : t.batch;
 
   mbar::arrive_expect_tx(sm.kv_full(), 2 * kKTileBytes);
-  load_kv(sm.k(), map_k, sm.kv_full(), t.n_block * kBlockN, t.head_kv, batch);
-  load_kv(sm.v(), map_v, sm.kv_full(), t.n_block * kBlockN, t.head_kv, batch);
+  load<kBlockN, kPaddedQK>(sm.k(), map_k, sm.kv_full(), t.n_block * kBlockN, t.head_kv, batch);
+  load<kBlockN, kPaddedV>(sm.v(), map_v, sm.kv_full(), t.n_block * kBlockN, t.head_kv, batch);
 
   RingPos<kStages> pos;
   for (int m = t.m_begin; m < t.m_end; ++m) {
     const int s = pos.stage;
     mbar::wait(sm.empty(s), pos.phase ^ 1u);
     mbar::arrive_expect_tx(sm.q_full(s), kQTileBytes);
-    load_q(sm.q(s), map_q, sm.q_full(s), m * kBlockM, t.head, batch);
+    load<kBlockM, kPaddedQK>(sm.q(s), map_q, sm.q_full(s), m * kBlockM, t.head, batch);
     mbar::arrive_expect_tx(sm.do_full(s), kQTileBytes);
-    load_q(sm.dout(s), map_do, sm.do_full(s), m * kBlockM, t.head, batch);
+    load<kBlockM, kPaddedV>(sm.dout(s), map_do, sm.do_full(s), m * kBlockM, t.head, batch);
     pos.advance();
   }
 }

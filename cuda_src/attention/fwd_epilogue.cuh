@@ -35,8 +35,8 @@ __device__ __forceinline__ u32 swizzled_offset(int row, int col, int rows) {
 // the sequence's end skipped (a TMA store through the packed map would write the next sequence's rows).
 __device__ __forceinline__ void copy_out_rows(const FwdParams& p, const FwdSmem& sm, const Tile& t, const Seq& sq,
                                               int wg_row, int tid) {
-  constexpr int kChunks = kHeadDimReal / 8;             // 16-byte chunks of one row (not the padding)
-  const i64 row_bytes = static_cast<i64>(p.num_heads_q) * kHeadDimReal * kElemBytes;
+  constexpr int kChunks = kHeadDimVReal / 8;            // 16-byte chunks of one row (not the padding)
+  const i64 row_bytes = static_cast<i64>(p.num_heads_q) * kHeadDimVReal * kElemBytes;
   const int row0 = t.m_block * kBlockM + wg_row;        // the warpgroup's first row in the sequence
 #pragma unroll 4
   for (int i = tid; i < 64 * kChunks; i += kWarpgroupThreads) {
@@ -44,7 +44,7 @@ __device__ __forceinline__ void copy_out_rows(const FwdParams& p, const FwdSmem&
     const int c = i % kChunks;
     if (row0 + r < sq.seqlen_q) {
       const uint4 v = smem::ld_v4(sm.o() + swizzled_offset(wg_row + r, 8 * c, kBlockM));
-      char* dst = p.o_base + (sq.q_start + row0 + r) * row_bytes + (static_cast<i64>(t.head) * kHeadDimReal + 8 * c) * kElemBytes;
+      char* dst = p.o_base + (sq.q_start + row0 + r) * row_bytes + (static_cast<i64>(t.head) * kHeadDimVReal + 8 * c) * kElemBytes;
       gmem::st_v4(dst, v);
     }
   }
@@ -92,8 +92,8 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
     if (row0 < sq.seqlen_q) {
 #pragma unroll
       for (int blk = 0; blk < kColBlocks; ++blk) {
-        if (blk * tile_io::kCols >= kHeadDimReal) continue;   // a block of padding only (192 as 256)
-        tile_io::store_block<kPaddedD>(&p.o, sm.o() + blk * kBlockM * kRowBytes + wg_row * kRowBytes, blk, row0,
+        if (blk * tile_io::kCols >= kHeadDimVReal) continue;   // a block of padding only
+        tile_io::store_block<kPaddedV>(&p.o, sm.o() + blk * kBlockM * kRowBytes + wg_row * kRowBytes, blk, row0,
                                        t.head, t.batch);
       }
       tma::commit_group();

@@ -21,12 +21,15 @@
 
 namespace fa3lite { namespace attn {
 
-// Q tiles (kBlockM rows) and K/V tiles (kBlockN rows): tile_io.cuh.
+// Q tiles (kBlockM rows), K and V tiles (kBlockN rows), each with its own padding: tile_io.cuh.
 __device__ __forceinline__ void load_q(u32 dst, const TmaDesc* map, u32 bar, int row, int head, int batch) {
-  tile_io::load<kBlockM, kColBlocks, kPaddedD>(dst, map, bar, row, head, batch);
+  tile_io::load<kBlockM, kColBlocks, kPaddedQK>(dst, map, bar, row, head, batch);
 }
-__device__ __forceinline__ void load_kv(u32 dst, const TmaDesc* map, u32 bar, int row, int head, int batch) {
-  tile_io::load<kBlockN, kColBlocks, kPaddedD>(dst, map, bar, row, head, batch);
+__device__ __forceinline__ void load_k(u32 dst, const TmaDesc* map, u32 bar, int row, int head, int batch) {
+  tile_io::load<kBlockN, kColBlocks, kPaddedQK>(dst, map, bar, row, head, batch);
+}
+__device__ __forceinline__ void load_v(u32 dst, const TmaDesc* map, u32 bar, int row, int head, int batch) {
+  tile_io::load<kBlockN, kColBlocks, kPaddedV>(dst, map, bar, row, head, batch);
 }
 
 __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& sm, bool leader) {
@@ -54,7 +57,7 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
       mbar::wait(sm.k_empty(pos.stage), pos.phase ^ 1u);
       if (leader) {
         mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
-        load_kv(sm.k(pos.stage), map_k, sm.k_full(pos.stage), n * kBlockN, t.head_kv, batch);
+        load_k(sm.k(pos.stage), map_k, sm.k_full(pos.stage), n * kBlockN, t.head_kv, batch);
       }
       if (n == kb.end - 1) {
         if (q_round > 0) mbar::wait(sm.q_empty(), (q_round - 1) & 1u);
@@ -67,7 +70,7 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
       mbar::wait(sm.v_empty(pos.stage), pos.phase ^ 1u);
       if (leader) {
         mbar::arrive_expect_tx(sm.v_full(pos.stage), kKVTileBytes);
-        load_kv(sm.v(pos.stage), map_v, sm.v_full(pos.stage), n * kBlockN, t.head_kv, batch);
+        load_v(sm.v(pos.stage), map_v, sm.v_full(pos.stage), n * kBlockN, t.head_kv, batch);
       }
       pos.advance();
     }

@@ -4,9 +4,10 @@
              need_dq=True, need_dkv=True, fwd_plan=None, local_offset=None, softcap=0.0, sink=None)
         -> (dq or None, dk or None, dv or None), and dsink after them when a sink is given
 
-Shapes (flash_attn layout): q, out, dout (B, Sq, Hq, D); k, v (B, Sk, Hk, D); any strides with the
-last dim contiguous (other layouts are copied); lse (B, Hq, Sq) f32, natural log (-inf for fully
-masked rows). Returns dq (B, Sq, Hq, D), dk/dv (B, Sk, Hk, D), contiguous, in q's dtype; dq is None
+Shapes (flash_attn layout): q (B, Sq, Hq, D); k (B, Sk, Hk, D); v (B, Sk, Hk, Dv); out, dout
+(B, Sq, Hq, Dv); any strides with the last dim contiguous (other layouts are copied); lse (B, Hq, Sq)
+f32, natural log (-inf for fully masked rows); Dv == D or (D, Dv) = (192, 128). Returns dq, dk, dv
+shaped like q, k, v, contiguous, in q's dtype; dq is None
 without need_dq, dk and dv None without need_dkv (at least one of the two must be asked for).
 Mask, softcap and sink as in the forward (fa3lite/hopper/fwd.py); sink (Hq,) float32 contiguous, and
 then dsink (Hq,) float32 = -sum over batch and rows of exp(sink - lse) * rowsum(dO * O) (torch ops on
@@ -42,7 +43,7 @@ from ..runtime import launch, tma
 from ..runtime.compile import KernelSpec
 from ..runtime.driver import on_device
 from ..runtime.params import ParamStruct
-from ..variants import kernel_head_dim
+from ..variants import HEAD_DIM_PAIRS, kernel_head_dim
 from .common import DTYPE_NAMES, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index
 
 HEAD_DIMS = (64, 96, 128, 192, 256)   # 96 and 192 run the 128 and 256 kernels padded (variants.kernel_head_dim)
@@ -95,10 +96,16 @@ class BwdVariant:
     need_dkv: bool = True
     softcap: bool = False
     varlen: bool = False
+    head_dim_v: int | None = None   # V's head dim (None: head_dim), a pair of variants.HEAD_DIM_PAIRS
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
             raise ValueError(f"backward head_dim must be one of {HEAD_DIMS}, got {self.head_dim}")
+        if self.head_dim_v is None:
+            object.__setattr__(self, "head_dim_v", self.head_dim)
+        if (self.head_dim, self.head_dim_v) not in HEAD_DIM_PAIRS:
+            raise ValueError(f"(head_dim, head_dim_v) must be one of {HEAD_DIM_PAIRS}, "
+                             f"got {(self.head_dim, self.head_dim_v)}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         if not (self.need_dq or self.need_dkv):
@@ -150,6 +157,7 @@ class BwdVariant:
 
     def _common(self) -> tuple[tuple[str, str], ...]:
         return (("FA3LITE_HEAD_DIM", str(self.kernel_dim)), ("FA3LITE_HEAD_DIM_REAL", str(self.head_dim)),
+                ("FA3LITE_HEAD_DIM_V_REAL", str(self.head_dim_v)),
                 ("FA3LITE_DTYPE_BF16", "1" if self.dtype == "bf16" else "0"))
 
     def spec(self) -> KernelSpec:
@@ -188,7 +196,10 @@ def all_bwd_variants() -> list[BwdVariant]:
              for sc in (False, True)]
     varlen = [BwdVariant(d, t, c, f, softcap=sc, varlen=True) for d in HEAD_DIMS for t in DTYPES
               for c in (False, True) for f in (False, True) for sc in (False, True)]
-    return fixed + varlen
+    # unequal head dims (variants.HEAD_DIM_PAIRS), every gradient, fixed and varlen, without softcap
+    unequal = [BwdVariant(d, t, c, f, head_dim_v=dv, varlen=vl) for d, dv in HEAD_DIM_PAIRS if d != dv
+               for t in DTYPES for c in (False, True) for f in (False, True) for vl in (False, True)]
+    return fixed + varlen + unequal
 
 
 def main_kernel_spec(head_dim: int, dtype: str, causal: bool, dkv_f32: bool = False, need_dq: bool = True,
@@ -297,8 +308,9 @@ class _BwdPlan:
             raise ValueError(f"lse must be float32, got {lse.dtype}")
         self.gqa = Hq != Hk
         banded, causal_offset, local_offset = mask
+        Dv = v.shape[3]
         variant = BwdVariant(D, DTYPE_NAMES[dtype], banded, self.gqa and need_dkv, debug_build(),
-                             need_dq=need_dq, need_dkv=need_dkv, softcap=softcap > 0)
+                             need_dq=need_dq, need_dkv=need_dkv, softcap=softcap > 0, head_dim_v=Dv)
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, dtype, variant.debug
         self.pre, self.main, self.post = _kernels(variant, self.dev)   # a runtime failure raises here
         self.need_dq, self.need_dkv, self.deterministic = need_dq, need_dkv, deterministic
@@ -316,8 +328,9 @@ class _BwdPlan:
         self.accum = B * Hq * m_blocks * BLOCK_M * variant.kernel_dim if need_dq else 0
         # turn counters, padded so that what follows them in one allocation stays 256-byte aligned
         self.sems = -(-B * Hq * m_blocks * variant.sems_per_block // 64) * 64 if deterministic else 0
-        self.q_shape, self.kv_shape = (B, Sq, Hq, D), (B, Sk, Hq, D)
-        self.group_shape = (B, Sk, Hk, Hq // Hk, D)
+        self.group = (Hk, Hq // Hk)
+        # dK is q's head dim wide, dV v's (per query head in f32 with GQA, then summed over the group)
+        self.q_shape, self.dk_shape, self.dv_shape = (B, Sq, Hq, D), (B, Sk, Hq, D), (B, Sk, Hq, Dv)
         self.stats_shape = (B, Hq, rows_pad) if has_sink else None
 
         rows_per_block = _AUX_THREADS // (variant.kernel_dim // 8)
@@ -389,7 +402,7 @@ class _BwdPlan:
         dk = dv = None
         if self.need_dkv:
             dkv_dtype = torch.float32 if self.gqa else self.dtype
-            dk, dv = self._buffer(self.kv_shape, dkv_dtype), self._buffer(self.kv_shape, dkv_dtype)
+            dk, dv = self._buffer(self.dk_shape, dkv_dtype), self._buffer(self.dv_shape, dkv_dtype)
         with on_device(self.dev):
             self._launch(self.pre, self.pre_grid, _AUX_THREADS, self.pre_params,
                          zip(self.pre_at, (dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum,
@@ -410,6 +423,5 @@ class _BwdPlan:
             dsink = -(torch.exp2(sink.view(1, -1, 1) * LOG2E - lse2) * dps).sum(dim=(0, 2))
         del work   # the launches are queued on the stream: the caching allocator keeps it until they ran
         if self.need_dkv and self.gqa:
-            dk = dk.view(self.group_shape).sum(dim=3).to(self.dtype)
-            dv = dv.view(self.group_shape).sum(dim=3).to(self.dtype)
+            dk, dv = (g.unflatten(2, (self.group[0], self.group[1])).sum(dim=3).to(self.dtype) for g in (dk, dv))
         return (dq, dk, dv) if dsink is None else (dq, dk, dv, dsink)

@@ -1,7 +1,8 @@
 """Host side of the Hopper forward kernel: variant choice, tensor maps, params, launch.
 
-Shapes (flash_attn layout): q (B, Sq, Hq, D), k/v (B, Sk, Hk, D), any strides with the last dim
-contiguous; out (B, Sq, Hq, D) contiguous; lse (B, Hq, Sq) fp32, natural log.
+Shapes (flash_attn layout): q (B, Sq, Hq, D), k (B, Sk, Hk, D), v (B, Sk, Hk, Dv), any strides with the
+last dim contiguous; out (B, Sq, Hq, Dv) contiguous; lse (B, Hq, Sq) fp32, natural log. Dv == D, or
+(D, Dv) = (192, 128) (variants.HEAD_DIM_PAIRS).
 
 Mask: key j is visible to query i iff (not causal or j <= i + causal_offset) and (local_offset is None
 or j >= i + local_offset). softcap > 0: scores become softcap * tanh(scale * q.k / softcap). sink: None
@@ -20,15 +21,16 @@ from ..variants import FWD_PARAMS, FwdTile, FwdVariant, fwd_tile
 from .common import DTYPE_NAMES, LOG2E, MAX_GRID_X, OFFSET_LIMIT, PLAN_LIMIT, PTR, band, debug_build, device_index
 
 
-def fwd_variant(q, causal: bool, seqlen_k: int, softcap: bool = False) -> FwdVariant:
-    """causal: the banded variant (hopper.common.band)."""
+def fwd_variant(q, causal: bool, seqlen_k: int, softcap: bool = False, head_dim_v: int | None = None) -> FwdVariant:
+    """causal: the banded variant (hopper.common.band); head_dim_v: V's head dim (None: q's)."""
     return _variant(q.shape[-1], DTYPE_NAMES[q.dtype], bool(causal), debug_build(),
-                    fwd_tile(q.shape[-1], causal, seqlen_k, bool(softcap)), bool(softcap))
+                    fwd_tile(q.shape[-1], causal, seqlen_k, bool(softcap)), bool(softcap), head_dim_v or q.shape[-1])
 
 
 @functools.cache
-def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, tile: FwdTile, softcap: bool) -> FwdVariant:
-    return FwdVariant(head_dim, dtype, causal, debug=debug, tile=tile, softcap=softcap)
+def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, tile: FwdTile, softcap: bool,
+             head_dim_v: int) -> FwdVariant:
+    return FwdVariant(head_dim, dtype, causal, debug=debug, tile=tile, softcap=softcap, head_dim_v=head_dim_v)
 
 
 @functools.cache
@@ -54,9 +56,9 @@ class _FwdPlan:
         a contiguous (B, Sq, Hq, D) tensor, without a view op per call)."""
         (B, Sq, Hq, D), q_stride = _bshd(q, bhsd)
         (_, Sk, Hk, _), k_stride = _bshd(k, bhsd)
-        _, v_stride = _bshd(v, bhsd)
+        (_, _, _, Dv), v_stride = _bshd(v, bhsd)
         banded, causal_offset, local_offset = band(causal, causal_offset, local_offset)
-        variant = fwd_variant(q, banded, Sk, softcap > 0)
+        variant = fwd_variant(q, banded, Sk, softcap > 0, Dv)
         self.dev = device_index(q)
         self.kernel = _loaded(variant, self.dev)
         num_m_blocks = -(-Sq // variant.block_m)
@@ -66,11 +68,11 @@ class _FwdPlan:
         ctas = fwd_grid(variant, tiles, Sq, causal_offset, local_offset, _sm_count(self.dev))
         self.grid, self.threads = (ctas, 1, 1), variant.threads
         self.device, self.dtype = q.device, q.dtype
-        out_stride = (Sq * Hq * D, Hq * D, D, 1)
+        out_stride = (Sq * Hq * Dv, Hq * Dv, Dv, 1)
         if bhsd:
-            self.out_shape, self.out_stride = (B, Hq, Sq, D), (Sq * Hq * D, D, Hq * D, 1)
+            self.out_shape, self.out_stride = (B, Hq, Sq, Dv), (Sq * Hq * Dv, Dv, Hq * Dv, 1)
         else:
-            self.out_shape, self.out_stride = (B, Sq, Hq, D), out_stride
+            self.out_shape, self.out_stride = (B, Sq, Hq, Dv), out_stride
         self.lse_shape = (B, Hq, Sq)
         blank = bytes(128)
         self.template = FWD_PARAMS.pack(
@@ -93,8 +95,8 @@ class _FwdPlan:
             for name, shape, stride, rows, cols in (
                 ("q", (B, Sq, Hq, D), q_stride, variant.block_m, None),
                 ("k", (B, Sk, Hk, D), k_stride, variant.block_n, None),
-                ("v", (B, Sk, Hk, D), v_stride, variant.block_n, None),
-                ("o", (B, Sq, Hq, D), out_stride, 64, 1)))
+                ("v", (B, Sk, Hk, Dv), v_stride, variant.block_n, None),
+                ("o", (B, Sq, Hq, Dv), out_stride, 64, 1)))
         self.lse_at = offsets["lse"]
         self.sink_at = offsets["sink"] if sink else None
         # A persistent causal grid claims tiles from a counter and hands them over through one word
@@ -167,7 +169,7 @@ def forward_plan(q, k, v, softmax_scale: float, causal: bool, causal_offset: int
 
 
 def _plan_key(q, k, v, softmax_scale, causal, causal_offset, bhsd, local_offset, softcap, has_sink):
-    return (q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device,
+    return (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, q.device,
             band(causal, causal_offset, local_offset), softmax_scale, softcap, has_sink, bhsd, debug_build())
 
 
@@ -177,7 +179,7 @@ def _forward(q, k, v, softmax_scale, causal, causal_offset, bhsd, local_offset, 
     if plan is None:
         (B, Sq, Hq, D), _ = _bshd(q, bhsd)
         if B * Sq * Hq * D == 0 or _bshd(k, bhsd)[0][1] == 0:
-            out, lse = _forward_without_keys(B, Sq, Hq, D, q, sink)
+            out, lse = _forward_without_keys(B, Sq, Hq, v.shape[-1], q, sink)
             return (out.transpose(1, 2) if bhsd else out), lse
         if not softmax_scale > 0:
             raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")

@@ -1,9 +1,10 @@
 """Host side of the Hopper forward kernel on packed variable-length sequences (kVarlen).
 
 Forward (forward_varlen) and backward (backward_varlen, the three launches of fa3lite/hopper/bwd.py
-with each sequence's rows found through cu_seqlens). Shapes (flash_attn's varlen layout): q (total_q, Hq, D), k/v (total_k, Hk, D), last dim contiguous;
+with each sequence's rows found through cu_seqlens). Shapes (flash_attn's varlen layout): q (total_q, Hq, D), k (total_k, Hk, D), v (total_k, Hk, Dv) (Dv as
+in fa3lite/hopper/fwd.py), last dim contiguous;
 cu_seqlens_q/k int32 (B + 1,) cumulative row offsets, seqused_q/k None or int32 (B,) (sequence b uses
-the first seqused[b] of its rows). Returns out (total_q, Hq, D) contiguous, zero in rows no sequence
+the first seqused[b] of its rows). Returns out (total_q, Hq, Dv) contiguous, zero in rows no sequence
 uses, and lse (Hq, total_q) float32, natural log, -inf in such rows.
 
 Mask: per sequence, key j is visible to query i iff (not causal or j <= i + Sk_b - Sq_b + causal_offset)
@@ -33,9 +34,9 @@ _MAPS_PER_CTA = 3     # q, k, v
 
 
 @functools.cache
-def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, softcap: bool) -> FwdVariant:
+def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, softcap: bool, head_dim_v: int) -> FwdVariant:
     return FwdVariant(head_dim, dtype, causal, debug=debug, tile=fwd_tile(head_dim, causal, 0, softcap),
-                      softcap=softcap, varlen=True)
+                      softcap=softcap, varlen=True, head_dim_v=head_dim_v)
 
 
 @functools.cache
@@ -58,7 +59,7 @@ class _VarlenPlan:
         total_q, Hq, D = q.shape
         Hk = k.shape[1]
         banded, causal_offset, local_offset = mask
-        variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0)
+        variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0, v.shape[2])
         self.dev = device_index(q)
         self.kernel = _loaded(variant, self.dev)
         m_blocks = -(-max_seqlen_q // variant.block_m)
@@ -67,7 +68,7 @@ class _VarlenPlan:
             raise ValueError(f"too many tiles for one launch: {ctas} > {MAX_GRID_X}")
         self.grid, self.threads, self.ctas = (ctas, 1, 1), variant.threads, ctas
         self.device, self.dtype = q.device, q.dtype
-        self.out_shape, self.lse_shape = (total_q, Hq, D), (Hq, total_q)
+        self.out_shape, self.lse_shape = (total_q, Hq, v.shape[2]), (Hq, total_q)
         es = q.element_size()
         blank = bytes(_MAP_BYTES)
         self.template = FWD_PARAMS.pack(
@@ -121,13 +122,13 @@ def forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, softm
     batch = cu_seqlens_q.shape[0] - 1
     total_q, Hq, D = q.shape
     if batch <= 0 or max_seqlen_q <= 0 or total_q == 0 or Hq == 0 or k.shape[0] == 0:
-        out = torch.zeros((total_q, Hq, D), dtype=q.dtype, device=q.device)
+        out = torch.zeros((total_q, Hq, v.shape[2]), dtype=q.dtype, device=q.device)
         if sink is not None and k.shape[0] == 0:
             return out, sink.float().view(Hq, 1).expand(Hq, total_q).contiguous()
         return out, torch.full((Hq, total_q), float("-inf"), dtype=torch.float32, device=q.device)
     mask = band(causal, causal_offset, local_offset)
     seqused = seqused_q is not None or seqused_k is not None
-    key = (q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, batch, max_seqlen_q, mask,
+    key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, q.device, batch, max_seqlen_q, mask,
            softmax_scale, softcap, sink is not None, seqused, debug_build())
     plan = _plans.get(key)
     if plan is None:
@@ -150,8 +151,9 @@ class _VarlenBwdPlan:
         total_k, Hk = k.shape[0], k.shape[1]
         banded, causal_offset, local_offset = mask
         self.gqa = Hq != Hk
+        Dv = v.shape[2]
         variant = bwd.BwdVariant(D, DTYPE_NAMES[q.dtype], banded, self.gqa, debug_build(), softcap=softcap > 0,
-                                 varlen=True)
+                                 varlen=True, head_dim_v=Dv)
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, q.dtype, variant.debug
         self.pre, self.main, self.post = bwd._kernels(variant, self.dev)
         self.deterministic = deterministic
@@ -166,7 +168,10 @@ class _VarlenBwdPlan:
         self.rows = batch * Hq * rows_pad
         self.accum = batch * Hq * m_blocks * bm * variant.kernel_dim
         self.sems = -(-batch * Hq * m_blocks * variant.sems_per_block // 64) * 64 if deterministic else 0
-        self.q_shape, self.kv_shape, self.k_shape = (total_q, Hq, D), (total_k, Hq, D), (total_k, Hk, D)
+        # dK is q's head dim wide, dV v's; per query head in f32 with GQA, then summed over the group
+        heads = Hq if self.gqa else Hk
+        self.q_shape, self.dk_shape, self.dv_shape = (total_q, Hq, D), (total_k, heads, D), (total_k, heads, Dv)
+        self.group = (Hk, Hq // Hk)
         self.stats_shape = (batch, Hq, rows_pad) if has_sink else None
         rows_per_block = bwd._AUX_THREADS // (variant.kernel_dim // 8)
         row_blocks = -(-rows_pad // rows_per_block)
@@ -236,7 +241,7 @@ class _VarlenBwdPlan:
         # rows no sequence uses get no gradient; every other row is written by the kernels
         dq = self._buffer(self.q_shape, self.dtype, zero=True)
         dkv_dtype = torch.float32 if self.gqa else self.dtype
-        dk, dv = (self._buffer(self.kv_shape if self.gqa else self.k_shape, dkv_dtype, zero=True) for _ in range(2))
+        dk, dv = (self._buffer(shape, dkv_dtype, zero=True) for shape in (self.dk_shape, self.dv_shape))
         maps = torch.empty((self.ctas * 4 * _MAP_BYTES,), dtype=torch.uint8, device=self.device)
         used_q = seqused_q.data_ptr() if seqused_q is not None else 0
         used_k = seqused_k.data_ptr() if seqused_k is not None else 0
@@ -260,9 +265,7 @@ class _VarlenBwdPlan:
             dsink = -(torch.exp2(sink.view(1, -1, 1) * LOG2E - lse2) * dps).sum(dim=(0, 2))
         del work, maps
         if self.gqa:
-            group = (self.k_shape[0], self.k_shape[1], self.kv_shape[1] // self.k_shape[1], self.k_shape[2])
-            dk = dk.view(group).sum(dim=2).to(self.dtype)
-            dv = dv.view(group).sum(dim=2).to(self.dtype)
+            dk, dv = (g.unflatten(1, self.group).sum(dim=2).to(self.dtype) for g in (dk, dv))
         return (dq, dk, dv) if dsink is None else (dq, dk, dv, dsink)
 
 
@@ -281,7 +284,7 @@ def backward_varlen(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seq
         return grads if sink is None else grads + (torch.zeros_like(sink),)
     mask = band(causal, causal_offset, local_offset)
     seqused = seqused_q is not None or seqused_k is not None
-    key = (q.shape, q.stride(), k.shape, k.stride(), v.stride(), dout.stride(), out.stride(), lse.stride(),
+    key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), dout.stride(), out.stride(), lse.stride(),
            dout.data_ptr() % 16 == 0, out.data_ptr() % 16 == 0, q.dtype, q.device, batch, max_seqlen_q, max_seqlen_k,
            mask, softmax_scale, softcap, sink is not None, seqused, bool(deterministic), debug_build())
     plan = _bwd_plans.get(key)

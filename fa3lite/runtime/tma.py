@@ -63,15 +63,15 @@ def bshd_geometry(shape, stride, element_size: int, box_rows: int, box_col_block
     all D columns), the last dim contiguous. D a multiple of 64: a 5-D map (64 columns, rows, column
     blocks, heads, batch); otherwise (96, 192) a 4-D map (D columns, rows, heads, batch) with boxes of
     one 64-column block. ``kernel_dim``: the head dim of the kernel that reads the map; one above D
-    (a padded head dim, e.g. 192 run as 256) also gets the 4-D map. Dims of size 1 get a
+    (a padded head dim: 192 run as 256, or V's 128 beside Q/K's 192) also gets the 4-D map. Dims of size 1 get a
     nominal stride (it is never used) so that views with arbitrary strides there still encode."""
     B, S, H, D = shape
     sb, ss, sh, sd = stride
     if sd != 1:
         raise ValueError(f"last dimension must be contiguous (stride 1), got stride {sd}")
-    if D % 8 or kernel_dim is not None and (kernel_dim % COLS or not 0 <= kernel_dim - D <= COLS):
-        raise ValueError(f"head dim {D}: expected a multiple of 8 at most 64 columns below a kernel head "
-                         f"dim that is a multiple of {COLS}, got kernel head dim {kernel_dim}")
+    if D % 8 or kernel_dim is not None and (kernel_dim % COLS or not 0 < D <= kernel_dim):
+        raise ValueError(f"head dim {D}: expected a multiple of 8 up to a kernel head dim that is a multiple of "
+                         f"{COLS}, got kernel head dim {kernel_dim}")
     kernel_dim = kernel_dim or D
     nominal = kernel_dim * element_size
 
