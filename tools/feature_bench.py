@@ -141,22 +141,28 @@ def varlen_rows(args) -> list[dict]:
             flops = 4 * d * h * sum(band_pairs(n, n, True, (-1, -1)) for n in lens)
             row = {"d": d, "S_max": s, "sequences": len(lens), "tokens": total, "H": h, "case": "varlen causal"}
             for name, call in impls.items():
-                def fwd():
-                    with torch.no_grad():
-                        call(q, k, v, cu, max(lens))
-
-                def fwd_bwd():
-                    torch.autograd.grad(call(q, k, v, cu, max(lens)), (q, k, v), dout)
-                try:
-                    f_ms, fb_ms = timed(fwd, args.reps, args.warmup), timed(fwd_bwd, args.reps, args.warmup)
-                except Exception as exc:  # noqa: BLE001 - a peer without the feature: note it
-                    row[name] = f"{type(exc).__name__}: {str(exc)[:80]}"
-                    continue
-                row[name] = {"fwd_ms": f_ms, "fwd_bwd_ms": fb_ms, "fwd_tflops": flops / f_ms / 1e9,
-                             "fwd_bwd_tflops": 3.5 * flops / fb_ms / 1e9}
+                row[name] = measure(lambda: call(q, k, v, cu, max(lens)), (q, k, v), dout, flops, args)
             rows.append(row)
             print_row(f"d={d:3d} S<={s:5d} {len(lens):3d} seqs varlen causal", row, impls)
     return rows
+
+
+def measure(attend, leaves, dout, flops: int, args):
+    """Times attend() (the forward, without grad) and attend() with the gradients of ``leaves``: a dict
+    of milliseconds and TFLOP/s (forward+backward counted as 3.5 forwards), or the error text of a
+    peer that does not run the case."""
+    def fwd():
+        with torch.no_grad():
+            attend()
+
+    def fwd_bwd():
+        torch.autograd.grad(attend(), leaves, dout)
+    try:
+        f_ms, fb_ms = timed(fwd, args.reps, args.warmup), timed(fwd_bwd, args.reps, args.warmup)
+    except Exception as exc:  # noqa: BLE001 - a peer without the feature: note it
+        return f"{type(exc).__name__}: {str(exc)[:80]}"
+    return {"fwd_ms": f_ms, "fwd_bwd_ms": fb_ms, "fwd_tflops": flops / f_ms / 1e9,
+            "fwd_bwd_tflops": 3.5 * flops / fb_ms / 1e9}
 
 
 def print_row(head: str, row: dict, impls) -> None:
@@ -184,21 +190,10 @@ def fixed_rows(args) -> list[dict]:
                 sink = torch.randn(h, device="cuda", requires_grad=True) if sink_on else None
                 flops = 4 * d * band_pairs(s, s, causal, window) * b * h
                 row = {"d": d, "S": s, "B": b, "H": h, "case": label}
+                leaves = (q, k, v) + ((sink,) if sink is not None else ())
                 for name, call in impls.items():
-                    def fwd():
-                        with torch.no_grad():
-                            call(q, k, v, causal, window, softcap, sink)
-
-                    def fwd_bwd():
-                        out = call(q, k, v, causal, window, softcap, sink)
-                        torch.autograd.grad(out, (q, k, v) + ((sink,) if sink is not None else ()), dout)
-                    try:
-                        f_ms, fb_ms = timed(fwd, args.reps, args.warmup), timed(fwd_bwd, args.reps, args.warmup)
-                    except Exception as exc:  # noqa: BLE001 - a peer without the feature: note it
-                        row[name] = f"{type(exc).__name__}: {str(exc)[:80]}"
-                        continue
-                    row[name] = {"fwd_ms": f_ms, "fwd_bwd_ms": fb_ms, "fwd_tflops": flops / f_ms / 1e9,
-                                 "fwd_bwd_tflops": 3.5 * flops / fb_ms / 1e9}
+                    row[name] = measure(lambda: call(q, k, v, causal, window, softcap, sink), leaves, dout, flops,
+                                        args)
                 rows.append(row)
                 print_row(f"d={d:3d} S={s:5d} {label}", row, impls)
     return rows

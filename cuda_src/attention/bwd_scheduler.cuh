@@ -15,6 +15,7 @@
 #include "bwd_config.cuh"
 #include "bwd_params.cuh"
 #include "../ptx/tma.cuh"
+#include "tile_io.cuh"
 
 namespace fa3lite { namespace attn { namespace bwd {
 
@@ -110,19 +111,12 @@ __device__ __forceinline__ const TmaDesc* seq_map(const BwdParams& p, int which)
 }
 
 __device__ __forceinline__ void make_seq_maps(const BwdParams& p, const BwdTile& t) {
-  const TmaDesc* templates[4] = {&p.q, &p.k, &p.v, &p.dout};
-  const char* bases[4] = {p.q_base + t.q_start * p.q_row_bytes, p.k_base + t.k_start * p.k_row_bytes,
-                          p.v_base + t.k_start * p.v_row_bytes, p.dout_base + t.q_start * p.dout_row_bytes};
+  const TmaDesc* const templates[4] = {&p.q, &p.k, &p.v, &p.dout};
+  const char* const bases[4] = {p.q_base + t.q_start * p.q_row_bytes, p.k_base + t.k_start * p.k_row_bytes,
+                                p.v_base + t.k_start * p.v_row_bytes, p.dout_base + t.q_start * p.dout_row_bytes};
   const u32 rows[4] = {static_cast<u32>(t.seqlen_q), static_cast<u32>(t.mask.seqlen_k),
                        static_cast<u32>(t.mask.seqlen_k), static_cast<u32>(t.seqlen_q)};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    TmaDesc* map = p.seq_maps + 4 * blockIdx.x + i;
-    *map = *templates[i];
-    tma::replace_address(map, bases[i]);
-    tma::replace_dim<1>(map, rows[i]);     // dim 1: rows (fa3lite/runtime/tma.py bshd_geometry)
-  }
-  tma::fence_map_release();
+  tile_io::make_seq_maps<4>(p.seq_maps + 4 * blockIdx.x, templates, bases, rows);
 }
 
 // The thread that issues the copies, after a CTA barrier that follows make_seq_maps.

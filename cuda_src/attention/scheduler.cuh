@@ -24,6 +24,7 @@
 #include "config.cuh"
 #include "named_barriers.cuh"
 #include "params.cuh"
+#include "tile_io.cuh"
 
 namespace fa3lite { namespace attn {
 
@@ -98,20 +99,14 @@ __device__ __forceinline__ const TmaDesc* seq_map(const FwdParams& p, int which)
 }
 
 __device__ __forceinline__ void make_seq_maps(const FwdParams& p, const Seq& s) {
-  const TmaDesc* templates[3] = {&p.q, &p.k, &p.v};
-  const char* bases[3] = {p.q_base + s.q_start * p.q_row_bytes, p.k_base + s.k_start * p.k_row_bytes,
-                          p.v_base + s.k_start * p.v_row_bytes};
+  TmaDesc* const slots = p.seq_maps + 3 * blockIdx.x;
+  const TmaDesc* const templates[3] = {&p.q, &p.k, &p.v};
+  const char* const bases[3] = {p.q_base + s.q_start * p.q_row_bytes, p.k_base + s.k_start * p.k_row_bytes,
+                                p.v_base + s.k_start * p.v_row_bytes};
   const u32 rows[3] = {static_cast<u32>(s.seqlen_q), static_cast<u32>(s.seqlen_k), static_cast<u32>(s.seqlen_k)};
+  tile_io::make_seq_maps<3>(slots, templates, bases, rows);
 #pragma unroll
-  for (int i = 0; i < 3; ++i) {
-    TmaDesc* map = p.seq_maps + 3 * blockIdx.x + i;
-    *map = *templates[i];
-    tma::replace_address(map, bases[i]);
-    tma::replace_dim<1>(map, rows[i]);     // dim 1: rows (fa3lite/runtime/tma.py bshd_geometry)
-  }
-  tma::fence_map_release();
-#pragma unroll
-  for (int i = 0; i < 3; ++i) tma::fence_map_acquire(p.seq_maps + 3 * blockIdx.x + i);
+  for (int i = 0; i < 3; ++i) tma::fence_map_acquire(slots + i);   // this thread issues the copies
 }
 
 // Producer warp + all consumer threads meet at the hand-off barriers.

@@ -35,4 +35,20 @@ __device__ __forceinline__ void store_block(const TmaDesc* map, u32 src, int blk
   }
 }
 
+// kVarlen: N tensor maps of one sequence, written into `slots` (global memory, one set per CTA):
+// copies of `templates` pointed at `bases` with their row dimension (dim 1 of both map shapes) cut to
+// `rows`, then released to the tensormap proxy. The thread that issues copies through them acquires
+// each first (tma::fence_map_acquire). One thread.
+template <int N>
+__device__ __forceinline__ void make_seq_maps(TmaDesc* slots, const TmaDesc* const (&templates)[N],
+                                              const char* const (&bases)[N], const u32 (&rows)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    slots[i] = *templates[i];
+    tma::replace_address(slots + i, bases[i]);
+    tma::replace_dim<1>(slots + i, rows[i]);
+  }
+  tma::fence_map_release();
+}
+
 }}}  // namespace fa3lite::attn::tile_io

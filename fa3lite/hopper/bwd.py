@@ -44,7 +44,8 @@ from ..runtime.compile import KernelSpec
 from ..runtime.driver import on_device
 from ..runtime.params import ParamStruct
 from ..variants import HEAD_DIM_PAIRS, kernel_head_dim
-from .common import DTYPE_NAMES, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index
+from .common import (DTYPE_NAMES, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index,
+                     score_scales)
 
 HEAD_DIMS = (64, 96, 128, 192, 256)   # 96 and 192 run the 128 and 256 kernels padded (variants.kernel_head_dim)
 DTYPES = ("bf16", "fp16")
@@ -218,6 +219,28 @@ def _kernels(variant: BwdVariant, device_index: int):
             launch.load(variant.postprocess_spec(), device_index, 0))
 
 
+def launch_packed(kernel, grid, threads, dev, params, addresses, stream, maps=()):
+    """One launch inside the caller's on_device block: the packed parameters, then the ``addresses``
+    ((offset, pointer) pairs) and ``maps`` (((offset, MapMaker), tensor) pairs) patched in."""
+    block = launch.staging_view(len(params))
+    block[:len(params)] = params
+    for at, ptr in addresses:
+        PTR.pack_into(block, at, ptr)
+    for (at, maker), t in maps:
+        block[at:at + 128] = maker(t.data_ptr())
+    launch.launch_current(kernel, grid, threads, dev, stream)
+
+
+def sink_grad(work, start: int, stats_shape, sink):
+    """dsink (Hq,) = -sum over batch and rows of exp(sink - lse) * dpsum, from the preprocess's lse_log2
+    and dpsum, stats_shape (B, Hq, rows_pad) each, at ``start`` of the work buffer (padded rows have
+    lse_log2 +inf and dpsum 0: they add nothing). Torch ops queued after the launches."""
+    rows = stats_shape[0] * stats_shape[1] * stats_shape[2]
+    lse2 = work[start:start + rows].view(stats_shape)
+    dps = work[start + rows:start + 2 * rows].view(stats_shape)
+    return -(torch.exp2(sink.view(1, -1, 1) * LOG2E - lse2) * dps).sum(dim=(0, 2))
+
+
 def _zeros(t: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(t, memory_format=torch.contiguous_format)
 
@@ -352,9 +375,7 @@ class _BwdPlan:
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
             num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset, local_offset=local_offset,
             deterministic=int(deterministic), softmax_scale=softmax_scale,
-            # softcap: the tanh takes scale / softcap, the exponent softcap (bwd_softmax.cuh)
-            scale_log2=(softcap if softcap > 0 else softmax_scale) * LOG2E,
-            softcap_scale=softmax_scale / softcap if softcap > 0 else 0.0)
+            **score_scales(softmax_scale, softcap))
         total = self.accum // 4
         self.post_grid = (-(-total // _AUX_THREADS), 1, 1)
         self.post_params = POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0, total=total, seqlen_q=Sq, num_heads=Hq,
@@ -377,14 +398,7 @@ class _BwdPlan:
         return torch.empty(shape, dtype=dtype, device=self.device)
 
     def _launch(self, kernel, grid, threads, params, addresses, stream, maps=()):
-        """One launch inside the caller's on_device block: the parameters, then the addresses and maps."""
-        block = launch.staging_view(len(params))
-        block[:len(params)] = params
-        for at, ptr in addresses:
-            PTR.pack_into(block, at, ptr)
-        for (at, maker), t in maps:
-            block[at:at + 128] = maker(t.data_ptr())
-        launch.launch_current(kernel, grid, threads, self.dev, stream)
+        launch_packed(kernel, grid, threads, self.dev, params, addresses, stream, maps)
 
     def __call__(self, dout, q, k, v, out, lse, sink=None):
         if self.any_copy:
@@ -416,11 +430,7 @@ class _BwdPlan:
                              zip(self.post_at, (accum, dq.data_ptr())), stream)
         dsink = None
         if self.stats_shape is not None:
-            # padded rows: lse_log2 +inf and dpsum 0, so they add nothing
-            start = self.accum + self.sems
-            lse2 = work[start:start + self.rows].view(self.stats_shape)
-            dps = work[start + self.rows:start + 2 * self.rows].view(self.stats_shape)
-            dsink = -(torch.exp2(sink.view(1, -1, 1) * LOG2E - lse2) * dps).sum(dim=(0, 2))
+            dsink = sink_grad(work, self.accum + self.sems, self.stats_shape, sink)
         del work   # the launches are queued on the stream: the caching allocator keeps it until they ran
         if self.need_dkv and self.gqa:
             dk, dv = (g.unflatten(2, (self.group[0], self.group[1])).sum(dim=3).to(self.dtype) for g in (dk, dv))

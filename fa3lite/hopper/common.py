@@ -30,6 +30,15 @@ def band(causal: bool, causal_offset: int, local_offset: int | None) -> tuple[bo
     return True, clamp(causal_offset) if causal else OFFSET_LIMIT, clamp(local_offset)
 
 
+def score_scales(softmax_scale: float, softcap: float) -> dict:
+    """The kernels' scale_log2 and softcap_scale parameters: without softcap the exponent takes
+    softmax_scale * log2(e); with it the tanh takes softmax_scale / softcap and the exponent
+    softcap * log2(e) (cuda_src/attention/mask.cuh, bwd_softmax.cuh)."""
+    if softcap > 0:
+        return {"scale_log2": softcap * LOG2E, "softcap_scale": softmax_scale / softcap}
+    return {"scale_log2": softmax_scale * LOG2E, "softcap_scale": 0.0}
+
+
 def debug_build() -> bool:
     """FA3LITE_DEBUG=1 selects kernels whose mbarrier (and semaphore) waits trap after a bounded spin."""
     return os.environ.get("FA3LITE_DEBUG", "0") not in ("", "0")

@@ -18,7 +18,8 @@ import torch
 
 from ..runtime import launch, tma
 from ..variants import FWD_PARAMS, FwdTile, FwdVariant, fwd_tile
-from .common import DTYPE_NAMES, LOG2E, MAX_GRID_X, OFFSET_LIMIT, PLAN_LIMIT, PTR, band, debug_build, device_index
+from .common import (DTYPE_NAMES, MAX_GRID_X, OFFSET_LIMIT, PLAN_LIMIT, PTR, band, debug_build, device_index,
+                     score_scales)
 
 
 def fwd_variant(q, causal: bool, seqlen_k: int, softcap: bool = False, head_dim_v: int | None = None) -> FwdVariant:
@@ -79,10 +80,7 @@ class _FwdPlan:
             q=blank, k=blank, v=blank, o=blank, lse=0, tile_sched=0,
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
             num_m_blocks=num_m_blocks, num_tiles=tiles, causal_offset=causal_offset, local_offset=local_offset,
-            # softcap: the tanh takes scale / softcap, the exponent softcap (mask.cuh)
-            scale_log2=(softcap if softcap > 0 else softmax_scale) * LOG2E,
-            softcap_scale=softmax_scale / softcap if softcap > 0 else 0.0,
-            sink=0,
+            **score_scales(softmax_scale, softcap), sink=0,
             # kVarlen only (fa3lite/hopper/varlen.py)
             cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, o_base=0,
             seq_maps=0, q_row_bytes=0, k_row_bytes=0, v_row_bytes=0,

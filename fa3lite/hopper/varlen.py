@@ -27,7 +27,7 @@ from ..runtime import launch, tma
 from ..runtime.driver import on_device
 from ..variants import FWD_PARAMS, FwdVariant, fwd_tile
 from . import bwd
-from .common import DTYPE_NAMES, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index
+from .common import DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index, score_scales
 
 _MAP_BYTES = 128
 _MAPS_PER_CTA = 3     # q, k, v
@@ -77,8 +77,7 @@ class _VarlenPlan:
             seq_maps=0, q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
             seqlen_q=total_q, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks,
             num_tiles=ctas, causal_offset=causal_offset, local_offset=local_offset,
-            scale_log2=(softcap if softcap > 0 else softmax_scale) * LOG2E,
-            softcap_scale=softmax_scale / softcap if softcap > 0 else 0.0,
+            **score_scales(softmax_scale, softcap),
         )
         at = FWD_PARAMS.offsets
         self.slots = tuple(
@@ -192,8 +191,7 @@ class _VarlenBwdPlan:
             dout_row_bytes=dout.stride(0) * es,
             seqlen_q=0, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks, num_n_blocks=n_blocks,
             causal_offset=causal_offset, local_offset=local_offset, deterministic=int(deterministic),
-            softmax_scale=softmax_scale, scale_log2=(softcap if softcap > 0 else softmax_scale) * LOG2E,
-            softcap_scale=softmax_scale / softcap if softcap > 0 else 0.0)
+            softmax_scale=softmax_scale, **score_scales(softmax_scale, softcap))
         total = self.accum // 4
         self.post_grid = (-(-total // bwd._AUX_THREADS), 1, 1)
         self.post_params = bwd.POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0, total=total,
@@ -220,14 +218,7 @@ class _VarlenBwdPlan:
         return torch.empty(shape, dtype=dtype, device=self.device)
 
     def _launch(self, kernel, grid, threads, params, addresses, stream, maps=()):
-        """One launch inside the caller's on_device block: the parameters, then addresses and maps."""
-        block = launch.staging_view(len(params))
-        block[:len(params)] = params
-        for at, ptr in addresses:
-            PTR.pack_into(block, at, ptr)
-        for (at, maker), t in maps:
-            block[at:at + _MAP_BYTES] = maker(t.data_ptr())
-        launch.launch_current(kernel, grid, threads, self.dev, stream)
+        bwd.launch_packed(kernel, grid, threads, self.dev, params, addresses, stream, maps)
 
     def __call__(self, dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, sink):
         dout, out = (t.clone(memory_format=torch.contiguous_format) if c else t
@@ -259,10 +250,7 @@ class _VarlenBwdPlan:
                          zip(self.post_at, (accum, dq.data_ptr(), cu_seqlens_q.data_ptr(), used_q)), stream)
         dsink = None
         if self.stats_shape is not None:
-            start = self.accum + self.sems
-            lse2 = work[start:start + self.rows].view(self.stats_shape)
-            dps = work[start + self.rows:start + 2 * self.rows].view(self.stats_shape)
-            dsink = -(torch.exp2(sink.view(1, -1, 1) * LOG2E - lse2) * dps).sum(dim=(0, 2))
+            dsink = bwd.sink_grad(work, self.accum + self.sems, self.stats_shape, sink)
         del work, maps
         if self.gqa:
             dk, dv = (g.unflatten(1, self.group).sum(dim=2).to(self.dtype) for g in (dk, dv))
