@@ -374,6 +374,17 @@ def layout_reasons(name: str, t: torch.Tensor) -> list[str]:
     return reasons
 
 
+_PACKED_DIMS = (("shape[3] (head dim)", "shape[2] (head dim)"), ("stride(3) (head dim)", "stride(2) (head dim)"),
+                ("stride(2) (nheads)", "stride(1) (nheads)"), ("stride(1) (seqlen)", "stride(0) (total tokens)"))
+
+
+def packed_reason(reason: str) -> str:
+    """A kernel reason about a (1, total, H, D) view, reworded for the packed (total, H, D) tensor."""
+    for old, new in _PACKED_DIMS:
+        reason = reason.replace(old, new)
+    return reason
+
+
 def kernel_reasons(q, k, v, softmax_scale: float | None = None, softcap: float = 0.0) -> list[str]:
     """Every reason the Hopper kernels cannot take (q, k, v); empty when they can.
 

@@ -58,15 +58,18 @@ def _hopper():
     return _hopper_module
 
 
-def _kernel_module(q, k, v, softmax_scale: float, backend: str, entry: str, softcap: float = 0.0):
-    """fa3lite.hopper when its ``entry`` ("forward"/"backward") can run these inputs, else None.
+def _kernel_module(q, k, v, softmax_scale: float, backend: str, entry: str, softcap: float = 0.0, varlen=False):
+    """fa3lite.hopper when its ``entry`` ("forward"/"backward"...) can run these inputs, else None.
 
     backend "torch" -> None; "fa3lite" -> raises InputError listing every reason the kernels cannot;
-    "auto" -> FallbackWarning (once per kind of reason) and None.
+    "auto" -> FallbackWarning (once per kind of reason) and None. ``varlen``: q, k, v are (1, total,
+    H, D) views of the packed tensors; the reasons name the packed tensors' dims.
     """
     if backend == "torch":
         return None
     reasons = checks.kernel_reasons(q, k, v, softmax_scale, softcap)
+    if varlen:
+        reasons = [checks.packed_reason(r) for r in reasons]
     module = None
     if not reasons:
         module = _hopper()
@@ -397,7 +400,7 @@ def attention(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, d
 def _varlen_module(q, k, v, softmax_scale, backend, entry, softcap):
     """fa3lite.hopper when its varlen ``entry`` can run these (total, H, D) inputs, else None: the
     kernels' limits are those of a (1, total, H, D) batch."""
-    return _kernel_module(*(t.unsqueeze(0) for t in (q, k, v)), softmax_scale, backend, entry, softcap)
+    return _kernel_module(*(t.unsqueeze(0) for t in (q, k, v)), softmax_scale, backend, entry, softcap, varlen=True)
 
 
 def _varlen_fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, softmax_scale, causal,

@@ -117,3 +117,12 @@ def test_compiles_fullgraph():
         torch.testing.assert_close(got, want)
         got.sum().backward()
     assert torch.isfinite(q.grad).all() and not math.isnan(q.grad.sum().item())
+
+
+def test_kernel_reasons_name_the_packed_dims():
+    q, k, v, cu_q, cu_k = packed([2, 3], [2, 3], d=80, dtype=torch.float16)
+    with pytest.raises(fa3lite.InputError) as info:
+        fa3lite.flash_attn_varlen_func(q, k, v[:, :, ::2].repeat_interleave(2, -1), cu_q, cu_k, 3, 3, backend="fa3lite")
+    text = str(info.value)
+    assert "q.shape[2] (head dim): expected one of 64, 96, 128, 192, 256" in text, text
+    assert "shape[3]" not in text and "seqlen" not in text, text
