@@ -99,6 +99,7 @@ class FwdVariant:
     softcap: bool = False         # scores through softcap * tanh(s / softcap): config.cuh kSoftcap
     varlen: bool = False          # packed variable-length sequences (one CTA per tile): kVarlen
     head_dim_v: int | None = None # V's and O's head dim (None: head_dim): kHeadDimVReal
+    sink: bool = False            # learnable sinks in the softmax denominator: kSink
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -173,6 +174,7 @@ class FwdVariant:
                 ("FA3LITE_DTYPE_BF16", "1" if self.dtype == "bf16" else "0"),
                 ("FA3LITE_CAUSAL", "1" if self.causal else "0"),
                 ("FA3LITE_SOFTCAP", "1" if self.softcap else "0"),
+                ("FA3LITE_SINK", "1" if self.sink else "0"),
                 ("FA3LITE_VARLEN", "1" if self.varlen else "0"),
                 ("FA3LITE_BLOCK_M", str(self.block_m)),
                 ("FA3LITE_BLOCK_N", str(self.block_n)),
@@ -189,7 +191,7 @@ class FwdVariant:
 
 def all_fwd_variants() -> list[FwdVariant]:
     """Every forward kernel the host can pick (each tile of FWD_TILES, both dtypes, with and without
-    softcap; varlen with the short-sequence tile, one CTA per tile)."""
+    softcap; varlen with the short-sequence tile, one CTA per tile; each with and without a sink)."""
     tiles = {(d, c, sc): ({fwd_tile(d, c, 0, True)} if sc and kernel_head_dim(d) in SOFTCAP_TILES
                           else {t for _, t in FWD_TILES[(kernel_head_dim(d), c)]})
              for d in HEAD_DIMS for c in (False, True) for sc in (False, True)}
@@ -200,4 +202,5 @@ def all_fwd_variants() -> list[FwdVariant]:
     # unequal head dims (HEAD_DIM_PAIRS), fixed and varlen, without softcap
     unequal = [FwdVariant(d, t, c, head_dim_v=dv, varlen=vl) for d, dv in HEAD_DIM_PAIRS if d != dv
                for t in DTYPES for c in (False, True) for vl in (False, True)]
-    return fixed + varlen + unequal
+    without = fixed + varlen + unequal
+    return without + [dataclasses.replace(v, sink=True) for v in without]   # each with a sink too

@@ -20,7 +20,8 @@ def _private_cache(tmp_path, monkeypatch):
 @pytest.mark.parametrize("variant", all_fwd_variants(),
                          ids=lambda v: f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-n{v.block_n}"
                                        f"{'-p' if v.tile.persistent else ''}{'-softcap' if v.softcap else ''}"
-                                       f"{'-varlen' if v.varlen else ''}{f'-v{v.head_dim_v}' if v.head_dim_v != v.head_dim else ''}")
+                                       f"{'-varlen' if v.varlen else ''}{f'-v{v.head_dim_v}' if v.head_dim_v != v.head_dim else ''}"
+                                       f"{'-sink' if v.sink else ''}")
 def test_fwd_variant_resources_and_sass(variant):
     info = spec_info(variant.spec(), variant.smem_bytes)
     sass = info["sass"]

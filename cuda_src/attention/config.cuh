@@ -15,6 +15,8 @@ constexpr int kStages = FA3LITE_STAGES;      // depth of the K/V ring
 constexpr bool kIsCausal = FA3LITE_CAUSAL != 0;
 // Softcapping: scores become softcap * tanh(s * scale / softcap) before the softmax (mask.cuh).
 constexpr bool kSoftcap = FA3LITE_SOFTCAP != 0;
+// Learnable sinks: one logit per head in every row's softmax denominator (softmax.cuh finalize).
+constexpr bool kSink = FA3LITE_SINK != 0;
 constexpr bool kOverlap = FA3LITE_OVERLAP != 0;   // softmax of block n under the P.V GEMM of block n+1
 constexpr bool kPingpong = FA3LITE_PINGPONG != 0; // consumer warpgroups take turns issuing GEMMs (pingpong.cuh)
 // O is staged for its TMA store in a buffer of its own (where shared memory has room), so the next

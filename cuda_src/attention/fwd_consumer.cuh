@@ -144,8 +144,8 @@ __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& 
     ++q_round;
   }
   float inv[2], lse[2];
-  // A learnable sink adds exp(sink) to every row's denominator (log2 units here; -inf: none).
-  const float sink_log2 = p.sink != nullptr ? p.sink[t.head] * math::kLog2e : math::neg_inf();
+  // A learnable sink adds exp(sink) to every row's denominator (log2 units here).
+  const float sink_log2 = kSink ? p.sink[t.head] * math::kLog2e : math::neg_inf();
   softmax.finalize(p.scale_log2, sink_log2, inv, lse);
   fwd_epilogue(p, sm, t, sq, wg, tid, o, inv, lse, has_keys);
 }

@@ -13,7 +13,7 @@ struct FwdParams {
   float* lse;           // (B, Hq, Sq) contiguous, natural log
   i32* tile_sched;      // kDynamicTiles: [0] tiles claimed past the first wave, [1 + cta] that CTA's
                         // hand-off slot; zeroed by the host per launch (scheduler.cuh)
-  const float* sink;    // (Hq,) f32 learnable sink logits (natural-log units), or null: softmax.cuh
+  const float* sink;    // kSink: (Hq,) f32 learnable sink logits (natural-log units): softmax.cuh
   // kVarlen: sequences packed along the rows of (total, H, D) tensors, which q, k, v map as one batch.
   // Sequence b owns rows [cu_seqlens[b], cu_seqlens[b + 1]) and uses the first seqused[b] of them
   // (all without seqused). Each CTA loads through maps of its own sequence only (scheduler.cuh).

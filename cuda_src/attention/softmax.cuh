@@ -69,7 +69,7 @@ struct OnlineSoftmax {
   }
 
   // Quad-reduces the row sums; gives the factor O's rows are normalised by and the natural-log LSE.
-  // Without a sink (sink_log2 = -inf): 1/sum (0 for rows with no visible key) and LSE = offset +
+  // Without a sink (not kSink, or a sink of -inf): 1/sum (0 for rows with no visible key) and LSE = offset +
   // log(sum) (-inf for such rows). With a sink s, the denominator gains 2^s: with M = max(offset, s),
   // total = sum * 2^(offset - M) + 2^(s - M) (both terms <= 1 times sum, so nothing overflows), the
   // factor is 2^(offset - M) / total and LSE = M + log2(total); a row with no visible key (offset
@@ -80,7 +80,7 @@ struct OnlineSoftmax {
       float sum = row_sum[h];
       sum += math::shfl_xor(sum, 1);
       sum += math::shfl_xor(sum, 2);
-      if (sink_log2 == math::neg_inf()) {
+      if (!kSink || sink_log2 == math::neg_inf()) {
         const bool empty = !(sum > 0.f);
         inv[h] = empty ? 0.f : math::rcp(sum);
         lse[h] = empty ? math::neg_inf() : (row_max[h] * scale_log2 + math::lg2(sum)) * math::kLn2;

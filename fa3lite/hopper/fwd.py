@@ -22,16 +22,19 @@ from .common import (DTYPE_NAMES, MAX_GRID_X, OFFSET_LIMIT, PLAN_LIMIT, PTR, ban
                      score_scales)
 
 
-def fwd_variant(q, causal: bool, seqlen_k: int, softcap: bool = False, head_dim_v: int | None = None) -> FwdVariant:
+def fwd_variant(q, causal: bool, seqlen_k: int, softcap: bool = False, head_dim_v: int | None = None,
+                sink: bool = False) -> FwdVariant:
     """causal: the banded variant (hopper.common.band); head_dim_v: V's head dim (None: q's)."""
     return _variant(q.shape[-1], DTYPE_NAMES[q.dtype], bool(causal), debug_build(),
-                    fwd_tile(q.shape[-1], causal, seqlen_k, bool(softcap)), bool(softcap), head_dim_v or q.shape[-1])
+                    fwd_tile(q.shape[-1], causal, seqlen_k, bool(softcap)), bool(softcap), head_dim_v or q.shape[-1],
+                    bool(sink))
 
 
 @functools.cache
 def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, tile: FwdTile, softcap: bool,
-             head_dim_v: int) -> FwdVariant:
-    return FwdVariant(head_dim, dtype, causal, debug=debug, tile=tile, softcap=softcap, head_dim_v=head_dim_v)
+             head_dim_v: int, sink: bool) -> FwdVariant:
+    return FwdVariant(head_dim, dtype, causal, debug=debug, tile=tile, softcap=softcap, head_dim_v=head_dim_v,
+                      sink=sink)
 
 
 @functools.cache
@@ -59,7 +62,7 @@ class _FwdPlan:
         (_, Sk, Hk, _), k_stride = _bshd(k, bhsd)
         (_, _, _, Dv), v_stride = _bshd(v, bhsd)
         banded, causal_offset, local_offset = band(causal, causal_offset, local_offset)
-        variant = fwd_variant(q, banded, Sk, softcap > 0, Dv)
+        variant = fwd_variant(q, banded, Sk, softcap > 0, Dv, sink)
         self.dev = device_index(q)
         self.kernel = _loaded(variant, self.dev)
         num_m_blocks = -(-Sq // variant.block_m)

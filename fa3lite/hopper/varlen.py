@@ -34,9 +34,10 @@ _MAPS_PER_CTA = 3     # q, k, v
 
 
 @functools.cache
-def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, softcap: bool, head_dim_v: int) -> FwdVariant:
+def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, softcap: bool, head_dim_v: int,
+             sink: bool) -> FwdVariant:
     return FwdVariant(head_dim, dtype, causal, debug=debug, tile=fwd_tile(head_dim, causal, 0, softcap),
-                      softcap=softcap, varlen=True, head_dim_v=head_dim_v)
+                      softcap=softcap, varlen=True, head_dim_v=head_dim_v, sink=sink)
 
 
 @functools.cache
@@ -59,7 +60,7 @@ class _VarlenPlan:
         total_q, Hq, D = q.shape
         Hk = k.shape[1]
         banded, causal_offset, local_offset = mask
-        variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0, v.shape[2])
+        variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0, v.shape[2], has_sink)
         self.dev = device_index(q)
         self.kernel = _loaded(variant, self.dev)
         m_blocks = -(-max_seqlen_q // variant.block_m)
