@@ -24,6 +24,14 @@ def kernel_head_dim(head_dim: int) -> int:
 # (Q/K head dim, V head dim) pairs the kernels take: equal ones, and DeepSeek's 192 / 128, which runs
 # the 256 kernel with V and O padded from 128 (tile_io.cuh).
 HEAD_DIM_PAIRS = tuple((d, d) for d in HEAD_DIMS) + ((192, 128),)
+
+
+def value_head_dim(head_dim: int, head_dim_v: int | None) -> int:
+    """V's head dim of a variant (None: head_dim), checked against HEAD_DIM_PAIRS."""
+    head_dim_v = head_dim if head_dim_v is None else head_dim_v
+    if (head_dim, head_dim_v) not in HEAD_DIM_PAIRS:
+        raise ValueError(f"(head_dim, head_dim_v) must be one of {HEAD_DIM_PAIRS}, got {(head_dim, head_dim_v)}")
+    return head_dim_v
 SMEM_LIMIT = 227 * 1024   # dynamic shared memory one Hopper CTA may use
 DTYPES = ("bf16", "fp16")
 
@@ -104,11 +112,7 @@ class FwdVariant:
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
             raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {self.head_dim}")
-        if self.head_dim_v is None:
-            object.__setattr__(self, "head_dim_v", self.head_dim)
-        if (self.head_dim, self.head_dim_v) not in HEAD_DIM_PAIRS:
-            raise ValueError(f"(head_dim, head_dim_v) must be one of {HEAD_DIM_PAIRS}, "
-                             f"got {(self.head_dim, self.head_dim_v)}")
+        object.__setattr__(self, "head_dim_v", value_head_dim(self.head_dim, self.head_dim_v))
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         if self.tile is None:

@@ -43,7 +43,7 @@ from ..runtime import launch, tma
 from ..runtime.compile import KernelSpec
 from ..runtime.driver import on_device
 from ..runtime.params import ParamStruct
-from ..variants import HEAD_DIM_PAIRS, kernel_head_dim
+from ..variants import HEAD_DIM_PAIRS, kernel_head_dim, value_head_dim
 from .common import (DTYPE_NAMES, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index,
                      score_scales)
 
@@ -102,11 +102,7 @@ class BwdVariant:
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
             raise ValueError(f"backward head_dim must be one of {HEAD_DIMS}, got {self.head_dim}")
-        if self.head_dim_v is None:
-            object.__setattr__(self, "head_dim_v", self.head_dim)
-        if (self.head_dim, self.head_dim_v) not in HEAD_DIM_PAIRS:
-            raise ValueError(f"(head_dim, head_dim_v) must be one of {HEAD_DIM_PAIRS}, "
-                             f"got {(self.head_dim, self.head_dim_v)}")
+        object.__setattr__(self, "head_dim_v", value_head_dim(self.head_dim, self.head_dim_v))
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         if not (self.need_dq or self.need_dkv):

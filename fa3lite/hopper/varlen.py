@@ -26,7 +26,7 @@ from .. import checks
 from ..runtime import launch, tma
 from ..runtime.driver import on_device
 from ..variants import FWD_PARAMS, FwdVariant, fwd_tile
-from . import bwd
+from . import bwd, fwd
 from .common import DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index, score_scales
 
 _MAP_BYTES = 128
@@ -38,11 +38,6 @@ def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, softcap: bool
              sink: bool) -> FwdVariant:
     return FwdVariant(head_dim, dtype, causal, debug=debug, tile=fwd_tile(head_dim, causal, 0, softcap),
                       softcap=softcap, varlen=True, head_dim_v=head_dim_v, sink=sink)
-
-
-@functools.cache
-def _loaded(variant: FwdVariant, device_index: int) -> launch.Loaded:
-    return launch.load(variant.spec(), device_index, variant.smem_bytes)
 
 
 def _packed(t):
@@ -62,7 +57,7 @@ class _VarlenPlan:
         banded, causal_offset, local_offset = mask
         variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0, v.shape[2], has_sink)
         self.dev = device_index(q)
-        self.kernel = _loaded(variant, self.dev)
+        self.kernel = fwd._loaded(variant, self.dev)
         m_blocks = -(-max_seqlen_q // variant.block_m)
         ctas = m_blocks * Hq * batch
         if ctas > MAX_GRID_X:
