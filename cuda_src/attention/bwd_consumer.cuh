@@ -89,9 +89,11 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     // P^T and dS^T in registers (bwd_softmax.cuh), packed as A fragments.
     wgmma::wait_group<1>();
     fence_regs(st);
-    probs_transposed<kBlockM>(st, p, t.mask, lse, tid, needs_mask(t.mask, key0, m), key0 + rb, m * kBlockM);
-    float dps[kBlockM / 4];   // loaded once P is done: fewer live registers while the wgmmas run
+    // dPsum loaded after S^T is done (fewer live registers while the wgmmas run) but before P^T, so
+    // the loads are in flight during the exp2s (after the mask branch they would stall the dS^T math).
+    float dps[kBlockM / 4];
     if constexpr (!kSoftcap) load_row_stats<kBlockM>(p.dpsum + stat, tid, dps);
+    probs_transposed<kBlockM>(st, p, t.mask, lse, tid, needs_mask(t.mask, key0, m), key0 + rb, m * kBlockM);
     wgmma::wait_group<0>();
     fence_regs(dpt);
     if constexpr (!kNeedDkv) {

@@ -122,9 +122,9 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
 
     wgmma::wait_group<1>();
     fence_regs(st);
-    probs_transposed<kWgQueries>(st, p, t.mask, lse, tid, needs_mask(t.mask, key0, m), key0 + rb, m * kBlockM + q_col0);
-    float dps[kWgQueries / 4];   // loaded once P is done: fewer live registers while the wgmmas run
+    float dps[kWgQueries / 4];   // in flight during the exp2s, as in bwd_consumer.cuh
     if constexpr (!kSoftcap) load_row_stats<kWgQueries>(p.dpsum + stat, tid, dps);
+    probs_transposed<kWgQueries>(st, p, t.mask, lse, tid, needs_mask(t.mask, key0, m), key0 + rb, m * kBlockM + q_col0);
     wgmma::wait_group<0>();
     fence_regs(dpt);
     if constexpr (!kNeedDkv) {

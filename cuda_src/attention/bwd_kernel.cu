@@ -16,7 +16,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const BwdSmem sm{(smem_addr(smem_raw) + kSmemAlign - 1) & ~static_cast<u32>(kSmemAlign - 1)};
   const BwdTile t = bwd_tile_of_block(p);
-  const int wg = threadIdx.x / kWarpgroupThreads;
+  const int wg = warpgroup::index();
 
   if (threadIdx.x == 0) {
     mbar::init(sm.kv_full(), 1);

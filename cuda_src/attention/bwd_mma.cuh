@@ -1,5 +1,5 @@
-// Shared pieces of both backward consumers: wgmma descriptors of [D/64][rows][64] swizzled tiles,
-// register fences, the mask test and the dS^T/P^T stmatrix stores.
+// Shared pieces of both backward consumers: register fences, the mask test and the dS^T/P^T
+// stmatrix stores (the tiles' wgmma descriptors are in tile_desc.cuh).
 #pragma once
 #include "../ptx/smem.cuh"
 #include "../ptx/sync.cuh"
@@ -7,22 +7,9 @@
 #include "bwd_config.cuh"
 #include "bwd_params.cuh"
 #include "bwd_scheduler.cuh"
+#include "tile_desc.cuh"
 
 namespace fa3lite { namespace attn { namespace bwd {
-
-constexpr u32 kAtomBytes = 1024;   // 8 rows x 128 bytes: one 128B-swizzle atom
-
-// K-major operand of a [D/64][rows][64] tile starting at `tile` (which may be offset by whole rows):
-// k16 step kk is +32 bytes inside a 64-column block and +rows*128 per block.
-__device__ __forceinline__ u64 kmajor_desc(u32 tile, int rows, int kk) {
-  return wgmma::desc_sw128(tile + (kk / 4) * rows * kRowBytes + (kk % 4) * 32, 16, kAtomBytes);
-}
-
-// MN-major operand: the K dimension runs down the rows (16 rows per k16 step), the M/N dimension along
-// the 64-column blocks, LBO = rows*128 apart.
-__device__ __forceinline__ u64 mnmajor_desc(u32 tile, int rows, int kk) {
-  return wgmma::desc_sw128(tile + kk * 16 * kRowBytes, rows * kRowBytes, kAtomBytes);
-}
 
 template <int N>
 __device__ __forceinline__ void fence_regs(float (&r)[N]) {

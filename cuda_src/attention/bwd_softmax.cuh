@@ -42,29 +42,29 @@ __device__ __forceinline__ bool hidden(const SeqMask& mk, int key, int query) {
   return h;
 }
 
-// P^T = exp2(S^T * scale_log2 - lse) with hidden entries 0, for accumulator i of this thread.
-__device__ __forceinline__ float prob(const BwdParams& p, const SeqMask& mk, float s, float lse, int tid, int i,
-                                      bool masked, int key_row0, int query0) {
-  const float pv = math::ex2(fmaf(s, p.scale_log2, -lse));
-  if (masked && hidden(mk, key_row0 + 8 * frag::half(i), query0 + frag::col_base(tid) + frag::col(i))) return 0.f;
-  return pv;
-}
-
 // Step 1. key_row0: the thread's key row of accumulator half 0; query0: the tile's first query row.
 // Accumulator i sits in column 8 (i >> 2) + cb + (i & 1): row statistic 2 (i >> 2) + (i & 1).
+// The exponent (softcap: T) of every entry first, then hidden entries set to -inf behind a
+// warp-uniform branch (most blocks need no mask and issue no compare or select per element), then
+// the exp2s: after the branch, in one basic block with step 2, so the scheduler interleaves them
+// with the dS^T math. exp2(-inf) = 0; with softcap step 2 makes P^T = 0 and a derivative of 0.
 template <int N>
 __device__ __forceinline__ void probs_transposed(float (&st)[N / 2], const BwdParams& p, const SeqMask& mk,
                                                  const float (&lse)[N / 4], int tid, bool masked, int key_row0,
                                                  int query0) {
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) {
-    if constexpr (kSoftcap) {
-      // A hidden entry's T is -inf: step 2 then gives P^T = exp2(-inf) = 0 and a derivative clamped to 0.
-      const bool hide = masked && hidden(mk, key_row0 + 8 * frag::half(i), query0 + frag::col_base(tid) + frag::col(i));
-      st[i] = hide ? math::neg_inf() : math::tanh(st[i] * p.softcap_scale);
-    } else {
-      st[i] = prob(p, mk, st[i], lse[2 * (i >> 2) + (i & 1)], tid, i, masked, key_row0, query0);
+    st[i] = kSoftcap ? math::tanh(st[i] * p.softcap_scale) : fmaf(st[i], p.scale_log2, -lse[2 * (i >> 2) + (i & 1)]);
+  }
+  if (masked) {
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      if (hidden(mk, key_row0 + 8 * frag::half(i), query0 + frag::col_base(tid) + frag::col(i))) st[i] = math::neg_inf();
     }
+  }
+  if constexpr (!kSoftcap) {
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) st[i] = math::ex2(st[i]);
   }
 }
 

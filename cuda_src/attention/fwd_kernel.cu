@@ -11,7 +11,7 @@ using namespace fa3lite::attn;
 extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_fwd(const __grid_constant__ FwdParams p) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const FwdSmem sm{(smem_addr(smem_raw) + kSmemAlign - 1) & ~static_cast<u32>(kSmemAlign - 1)};
-  const int wg = threadIdx.x / kWarpgroupThreads;
+  const int wg = warpgroup::index();
 
   if (threadIdx.x == 0) {
     mbar::init(sm.q_full(), 1);

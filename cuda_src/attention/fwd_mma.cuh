@@ -1,25 +1,14 @@
 // The two GEMMs of the forward mainloop, issued by one consumer warpgroup.
 //   S = Q K^T : A = Q rows of this warpgroup (smem, K-major), B = K tile (smem, K-major)
 //   O += P V  : A = P (registers, converted from S), B = V tile (smem, read MN-major: trans-b = 1)
-// Descriptor geometry of a [D/64][rows][64] tile (128-byte rows, swizzled in 8-row 1024-byte atoms):
-//   K-major:  k16 step kk -> +32 bytes inside a 64-column block, +rows*128 per block; SBO = 1024.
-//   MN-major: k16 step kk (16 key rows) -> +16*128 bytes; LBO = rows*128 (next 64 columns); SBO = 1024.
+// Descriptors of the tiles: tile_desc.cuh.
 #pragma once
 #include "../ptx/sync.cuh"
 #include "../ptx/wgmma.cuh"
 #include "config.cuh"
+#include "tile_desc.cuh"
 
 namespace fa3lite { namespace attn {
-
-constexpr u32 kAtomBytes = 1024;   // 8 rows x 128 bytes: one 128B-swizzle atom
-
-__device__ __forceinline__ u64 kmajor_desc(u32 tile, int rows, int kk) {
-  return wgmma::desc_sw128(tile + (kk / 4) * rows * kRowBytes + (kk % 4) * 32, 16, kAtomBytes);
-}
-
-__device__ __forceinline__ u64 mnmajor_desc(u32 tile, int rows, int kk) {
-  return wgmma::desc_sw128(tile + kk * 16 * kRowBytes, rows * kRowBytes, kAtomBytes);
-}
 
 // S (64 x kBlockN) = Q_wg (64 x D) K^T; q_wg is the address of this warpgroup's first Q row.
 __device__ __forceinline__ void gemm_qk(float (&s)[kBlockN / 2], u32 q_wg, u32 k_tile) {

@@ -26,6 +26,13 @@ __device__ __forceinline__ bool any(bool pred) { return __any_sync(0xffffffffu, 
 
 namespace warpgroup {
 
+// This thread's warpgroup (threads / 128), read from lane 0 (shfl.sync) so that the compiler knows
+// the value is warp-uniform and keeps what derives from it (tile addresses, wgmma descriptors) in
+// uniform registers instead of recomputing it per thread and moving it over with R2UR.
+__device__ __forceinline__ int index() {
+  return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+}
+
 // Give registers back to the CTA pool (producer side). Immediate: multiple of 8 in [24, 256].
 template <int kRegs>
 __device__ __forceinline__ void setmaxnreg_dec() {

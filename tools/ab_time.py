@@ -1,0 +1,63 @@
+"""Kernel A/B timing: the forward and the backward of flash_attn_func per cell, in this process,
+one JSON line per (mode, d, causal, S) with TFLOP/s.
+
+Meant to be run alternately on two source trees (tools/ab_round.sh), so that clock drift between
+runs hits both alike; the bench (python -m fa3lite.bench) stays the tool of record for results.
+Cells: d in --head-dim x {full, causal} x S in --seqlen, bf16, 16k tokens a batch, width 2048;
+inputs rotated past L2 and timed with fa3lite.bench.timing (CUDA events around each call).
+
+    python3 tools/ab_time.py --tag after [--head-dim 64,128,256] [--seqlen 1k,4k,16k] [--mode fwd,bwd]
+"""
+import argparse
+import json
+
+import torch
+
+from fa3lite import flash_attn_func
+from fa3lite.bench import flops, timing
+from fa3lite.bench.grid import parse_seqlen
+
+TOKENS, WIDTH = 16384, 2048
+
+
+def cell(d: int, causal: bool, s: int, modes, timer) -> list[dict]:
+    h, b = WIDTH // d, TOKENS // s
+    shape = (b, s, h, d)
+    set_bytes = 4 * b * s * h * d * 2
+    n = timing.rotation_sets(set_bytes, timing.l2_bytes(torch.cuda.current_device()))
+    sets = [[torch.randn(shape, device="cuda", dtype=torch.bfloat16, requires_grad=i < 3) for i in range(4)]
+            for _ in range(n)]
+    out = []
+    for mode in modes:
+        if mode == "fwd":
+            def step(i):
+                flash_attn_func(*sets[i][:3], causal=causal)
+        else:
+            outs = [flash_attn_func(*st[:3], causal=causal) for st in sets]
+
+            def step(i):
+                torch.autograd.grad(outs[i], sets[i][:3], sets[i][3], retain_graph=True)
+        ms = timing.Stats.of(timer.time(step, n)).median
+        fl = flops.attention_flops(b, h, s, s, d, causal, mode)
+        out.append({"mode": mode, "d": d, "causal": causal, "S": s, "ms": ms, "tflops": flops.tflops(fl, ms)})
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tag", required=True)
+    ap.add_argument("--head-dim", default="64,128,256")
+    ap.add_argument("--seqlen", default="1k,4k,16k")
+    ap.add_argument("--mode", default="fwd,bwd")
+    ap.add_argument("--reps", type=int, default=20)
+    a = ap.parse_args()
+    timer = timing.CudaTimer(warmup=3, reps=a.reps)
+    for d in (int(x) for x in a.head_dim.split(",")):
+        for causal in (False, True):
+            for s in (parse_seqlen(x) for x in a.seqlen.split(",")):
+                for r in cell(d, causal, s, a.mode.split(","), timer):
+                    print(json.dumps({"tag": a.tag, **r}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
