@@ -32,7 +32,7 @@ def _rand(*shape, dtype=torch.float32, device="cpu", seed=0):
 # ---------------------------------------------------------------- package surface
 
 def test_public_names_and_a_light_import():
-    assert sorted(fa3lite.__all__) == sorted(["flash_attn_func", "flash_attn_varlen_func",
+    assert sorted(fa3lite.__all__) == sorted(["flash_attn_func", "flash_attn_varlen_func", "flash_attn_with_kvcache",
                                               "scaled_dot_product_attention", "kernel_info",
                                               "InputError", "FallbackWarning", "KernelUnavailable", "CacheWarning",
                                               "__version__"])

@@ -1,0 +1,252 @@
+"""flash_attn_with_kvcache: attention of new query tokens against a cached K/V (inference).
+
+The call, in FlashAttention's order of events:
+1. new rows k, v (B, S_new, Hk, D) are written into the cache in place at positions
+   cache_seqlens[b] .. cache_seqlens[b] + S_new - 1 of cache row cache_batch_idx[b] (or of the pages
+   page_table[b] names), rotated first when rotary_cos/sin are given;
+2. queries attend to keys cache_leftpad[b] .. cache_seqlens[b] + S_new - 1 of their cache row, causal
+   and windows aligned bottom-right (the last query row is the newest token).
+
+Kernels: the sequences are handed to the varlen path (ops.varlen_attention) as one packed batch:
+query rows (B * Sq, Hq, D); keys read in place from the cache viewed as (B_cache * S_cache, Hk, D),
+sequence b starting at row cache_batch_idx[b] * S_cache + cache_leftpad[b] and using seqused_k[b]
+rows. A paged cache is first gathered per batch row into a contiguous (B, pages * page_size, Hk, D)
+copy (one read and one write of the pages in use; a kernel reading pages in place is open work,
+issue 13), and decode steps (Sq = 1) run the training kernel's 128-row query tiles without splitting
+the keys across CTAs: num_splits and pack_gqa are accepted for compatibility and do not change the
+result. Nothing reads device values on the host, so the call can be captured in a CUDA graph and
+traced by torch.compile.
+"""
+from __future__ import annotations
+
+import torch
+
+from . import checks, ops, rotary
+from .api import _band
+
+_INDEX_DTYPES = (torch.int32, torch.int64)
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
+                            cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, page_table=None,
+                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                            rotary_interleaved=True, num_splits=0, pack_gqa=None, return_softmax_lse=False,
+                            backend="auto"):
+    """Attention of q against a K/V cache, appending k/v to the cache first (no autograd).
+
+    Args:
+        q: (B, Sq, Hq, D); Hq a multiple of Hk.
+        k_cache, v_cache: (B_cache, S_cache, Hk, D[v]), or with page_table (num_pages, page_size,
+            Hk, D[v]); the leading two dims must be contiguous with each other (the cache is read in
+            place). Written in place when k, v are given.
+        k, v: None, or the new rows (B, S_new, Hk, D[v]) in the cache's dtype.
+        rotary_cos, rotary_sin: None, or (seqlen_ro, rotary_dim / 2) tables (rotary_dim even, <= D):
+            the new k rows are rotated at their logical positions cache_seqlens - cache_leftpad + i,
+            the queries at the same positions when causal or windowed, else all at position
+            cache_seqlens - cache_leftpad. Needs k and v. Positions past seqlen_ro are clamped.
+        cache_seqlens: None (every cache row full: S_cache, or pages * page_size; not with k, v), an
+            int, or int32 (B,): where each sequence's cache ends before the append (the append's first
+            position).
+            cache_seqlens + S_new must not exceed the cache's capacity: checked on the host for an int;
+            for a tensor (not read on the host) positions past the end are clamped to the last row.
+        cache_batch_idx: None or int32/int64 (B,): the cache row of each batch row (not with page_table).
+        cache_leftpad: None or int32 (B,): the first cache position each sequence uses (not with
+            page_table).
+        page_table: None or int32 (B, pages): the pages of each batch row, in order.
+        softmax_scale, causal, window_size, softcap, backend: as in flash_attn_func.
+        rotary_interleaved: pairs (2i, 2i + 1) when True (GPT-J), (i, i + rotary_dim / 2) when False.
+        num_splits, pack_gqa: accepted (an int >= 0, None or a bool); the current path does neither.
+        return_softmax_lse: also return lse (B, Hq, Sq) float32, natural log.
+
+    Returns:
+        out (B, Sq, Hq, Dv) in q's dtype, or (out, lse).
+
+    Raises:
+        fa3lite.InputError listing every invalid argument.
+    """
+    problems = _problems(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
+                         cache_leftpad, page_table, num_splits, pack_gqa)
+    problems += checks.scale_problems("softmax_scale", softmax_scale)
+    problems += checks.flag_problems(causal=causal, rotary_interleaved=rotary_interleaved,
+                                     return_softmax_lse=return_softmax_lse)
+    problems += checks.backend_problems(backend) + checks.window_problems(window_size)
+    problems += checks.softcap_problems(softcap)
+    checks.raise_if_any(problems, "flash_attn_with_kvcache")
+    with torch.no_grad():
+        return _run(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
+                    cache_leftpad, page_table, softmax_scale, causal, window_size, softcap, rotary_interleaved,
+                    return_softmax_lse, backend)
+
+
+def _run(q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, leftpad, page_table, softmax_scale,
+         causal, window_size, softcap, interleaved, return_lse, backend):
+    b, sq, hq, d = q.shape
+    paged = page_table is not None
+    rows_per_seq = page_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1]
+    dev = q.device
+    s_new = 0 if k is None else k.shape[1]
+    if cache_seqlens is None:   # (no append then: _problems asks for cache_seqlens with k and v)
+        end = torch.full((b,), rows_per_seq, dtype=torch.int64, device=dev)
+    elif isinstance(cache_seqlens, int):
+        end = torch.full((b,), cache_seqlens, dtype=torch.int64, device=dev)
+    else:
+        end = cache_seqlens.to(torch.int64)
+    start = torch.zeros_like(end) if leftpad is None else leftpad.to(torch.int64)
+    row = torch.arange(b, device=dev) if batch_idx is None else batch_idx.to(torch.int64)
+
+    if cos is not None:
+        logical = end - start    # the first appended row's position in its sequence
+        k = rotary.apply_rotary(k, cos, sin, _positions(logical, s_new, cos.shape[0]), interleaved)
+        # flash_attn's rule: queries of a causal or windowed call are the appended tokens themselves;
+        # otherwise every query sits at the append position.
+        same = not (causal or tuple(window_size) != (-1, -1))
+        q = rotary.apply_rotary(q, cos, sin, _positions(logical, sq, cos.shape[0], same), interleaved)
+    if k is not None:
+        for cache, new in ((k_cache, k), (v_cache, v)):
+            _append(cache, new, end, row, page_table)
+
+    total = end + s_new
+    if paged:
+        keys = [_gathered(c, page_table) for c in (k_cache, v_cache)]
+        first = torch.arange(b, device=dev) * rows_per_seq + start
+    else:
+        keys = [c.view(-1, *c.shape[2:]) for c in (k_cache, v_cache)]
+        first = row * rows_per_seq + start
+    # The last offset is never read when seqused_k is given (the kernels and the fallback take each
+    # sequence's length from it); it only completes the (B + 1,) shape the varlen path expects.
+    cu_k = torch.cat((first, first.new_full((1,), keys[0].shape[0]))).to(torch.int32)
+    used_k = (total - start).clamp(min=0).to(torch.int32)
+    cu_q = torch.arange(0, (b + 1) * sq, sq, dtype=torch.int32, device=dev)
+    scale = d ** -0.5 if softmax_scale is None else float(softmax_scale)
+    band, causal_offset, local_offset = _band(0, 0, causal, window_size)
+    out, lse = ops.varlen_attention(q.reshape(b * sq, hq, d), keys[0], keys[1], cu_q, cu_k, None, used_k, sq,
+                                    rows_per_seq, scale, band, causal_offset, local_offset, float(softcap), None,
+                                    False, backend)
+    out = out.view(b, sq, hq, out.shape[-1])
+    return (out, lse.view(hq, b, sq).permute(1, 0, 2).contiguous()) if return_lse else out
+
+
+def _positions(first: torch.Tensor, count: int, limit: int, same: bool = False) -> torch.Tensor:
+    """(B, count) int64 positions first[b] + i (first[b] in every column when `same`), clamped to
+    [0, limit - 1] so that a short table is never indexed out of bounds."""
+    steps = torch.arange(count, device=first.device)
+    pos = first[:, None] + (torch.zeros_like(steps) if same else steps)[None, :]
+    return pos.clamp(0, limit - 1)
+
+
+def _append(cache: torch.Tensor, new: torch.Tensor, end: torch.Tensor, row: torch.Tensor, page_table) -> None:
+    """Write new (B, S_new, H, D) into cache at positions end[b] + i of sequence b, in place: cache
+    row row[b] (B_cache, S_cache, H, D), or page page_table[b, pos // page_size] of a paged cache
+    (num_pages, page_size, H, D). Positions past the capacity are clamped to the last one (a
+    tensor cache_seqlens is not read on the host, so this is what keeps every write in bounds)."""
+    rows_per_unit = cache.shape[1]
+    capacity = page_table.shape[1] * rows_per_unit if page_table is not None else rows_per_unit
+    pos = _positions(end, new.shape[1], capacity)
+    if page_table is None:
+        flat = row[:, None] * rows_per_unit + pos
+    else:
+        page = page_table.to(torch.int64).gather(1, pos // rows_per_unit)
+        flat = page * rows_per_unit + pos % rows_per_unit
+    cache.view(-1, *cache.shape[2:]).index_copy_(0, flat.reshape(-1), new.reshape(-1, *new.shape[2:]))
+
+
+def _gathered(cache: torch.Tensor, page_table: torch.Tensor) -> torch.Tensor:
+    """The pages of each batch row in order: (B * pages * page_size, H, D), a copy."""
+    return cache[page_table.to(torch.int64)].flatten(0, 2)
+
+
+def _problems(q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, leftpad, page_table, num_splits,
+              pack_gqa) -> list[str]:
+    """Every problem with the tensors and ints of a call (none of their values is read)."""
+    problems = []
+    tensors = {"q": q, "k_cache": k_cache, "v_cache": v_cache}
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            problems.append(f"{name}: expected a torch.Tensor, got {checks._type_name(t)}")
+        elif t.dim() != 4:
+            problems.append(f"{name}.dim(): expected 4 dimensions, got {t.dim()} with shape {tuple(t.shape)}")
+    if problems:
+        return problems
+    b, sq, hq, d = q.shape
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.dtype != q.dtype or t.device != q.device:
+            problems.append(f"{name}: expected q's dtype and device ({q.dtype}, {q.device}), got {t.dtype}, {t.device}")
+        if t.shape[1] > 0 and t.stride(0) != t.shape[1] * t.stride(1):
+            problems.append(f"{name}.stride(0): expected shape[1] * stride(1) = {t.shape[1] * t.stride(1)} (the "
+                            f"cache is read in place as rows), got {t.stride(0)}")
+    if q.dtype not in checks.API_DTYPES:
+        problems.append(f"q.dtype: expected one of {checks.API_DTYPES}, got {q.dtype}")
+    if k_cache.shape[:3] != v_cache.shape[:3]:
+        problems.append(f"v_cache.shape[:3]: expected k_cache's {tuple(k_cache.shape[:3])}, got {tuple(v_cache.shape[:3])}")
+    if k_cache.shape[3] != d:
+        problems.append(f"k_cache.shape[3] (head dim): expected q's {d}, got {k_cache.shape[3]}")
+    hk = k_cache.shape[2]
+    if hk == 0 or hq % hk:
+        problems.append(f"k_cache.shape[2] (nheads): expected a divisor of q's {hq} heads, got {hk}")
+    paged = page_table is not None
+    if paged:
+        if not isinstance(page_table, torch.Tensor) or page_table.dtype != torch.int32 or page_table.dim() != 2 \
+                or page_table.shape[0] != b or page_table.device != q.device:
+            problems.append(f"page_table: expected an int32 tensor of shape (batch, pages) = ({b}, pages) on "
+                            f"{q.device}, got {_describe(page_table)}")
+        for name, t in (("cache_batch_idx", batch_idx), ("cache_leftpad", leftpad)):
+            if t is not None:
+                problems.append(f"{name}: expected None with page_table (pages already name each row's cache)")
+    elif k_cache.shape[0] == 0 or k_cache.shape[1] == 0:
+        problems.append(f"k_cache.shape: expected a cache of at least one row, got {tuple(k_cache.shape)}")
+    for name, t, dtypes in (("cache_batch_idx", batch_idx, _INDEX_DTYPES), ("cache_leftpad", leftpad, (torch.int32,))):
+        if t is not None and (not isinstance(t, torch.Tensor) or t.dtype not in dtypes or t.shape != (b,)
+                              or t.device != q.device):
+            problems.append(f"{name}: expected None or a {'/'.join(str(x) for x in dtypes)} tensor of shape ({b},) "
+                            f"on {q.device}, got {_describe(t)}")
+    capacity = (page_table.shape[1] * k_cache.shape[1] if paged and isinstance(page_table, torch.Tensor)
+                and page_table.dim() == 2 else k_cache.shape[1])
+    s_new = 0
+    if (k is None) != (v is None):
+        problems.append(f"k, v: expected both or neither, got k {_describe(k)}, v {_describe(v)}")
+    elif k is not None:
+        for name, t, cache in (("k", k, k_cache), ("v", v, v_cache)):
+            if not isinstance(t, torch.Tensor) or t.dim() != 4 or t.shape[0] != b or t.shape[2:] != cache.shape[2:] \
+                    or t.dtype != cache.dtype or t.device != q.device:
+                problems.append(f"{name}: expected a {cache.dtype} tensor of shape (batch, new rows, nheads, head dim) "
+                                f"= ({b}, S_new, {hk}, {cache.shape[3]}) on {q.device}, got {_describe(t)}")
+        if isinstance(k, torch.Tensor) and isinstance(v, torch.Tensor) and k.dim() == v.dim() == 4 \
+                and k.shape[1] != v.shape[1]:
+            problems.append(f"v.shape[1]: expected k's {k.shape[1]} new rows, got {v.shape[1]}")
+        s_new = k.shape[1] if isinstance(k, torch.Tensor) and k.dim() == 4 else 0
+    if cache_seqlens is None and k is not None:
+        problems.append("cache_seqlens: expected an int or an int32 tensor (batch,) with k and v (where to append), "
+                        "got None")
+    if cache_seqlens is not None:
+        if isinstance(cache_seqlens, bool) or not isinstance(cache_seqlens, (int, torch.Tensor)):
+            problems.append(f"cache_seqlens: expected None, an int or an int32 tensor (batch,), got "
+                            f"{checks._type_name(cache_seqlens)}")
+        elif isinstance(cache_seqlens, int):
+            if not 0 <= cache_seqlens <= capacity - s_new:
+                problems.append(f"cache_seqlens: expected an int in [0, {capacity - s_new}] (the cache holds "
+                                f"{capacity} rows and {s_new} are appended), got {cache_seqlens}")
+        elif cache_seqlens.dtype != torch.int32 or cache_seqlens.shape != (b,) or cache_seqlens.device != q.device:
+            problems.append(f"cache_seqlens: expected an int32 tensor of shape ({b},) on {q.device}, got "
+                            f"{_describe(cache_seqlens)}")
+    if (cos is None) != (sin is None):
+        problems.append(f"rotary_cos, rotary_sin: expected both or neither, got {_describe(cos)}, {_describe(sin)}")
+    elif cos is not None:
+        if k is None:
+            problems.append("rotary_cos: expected k and v with it (the rotation applies to the appended rows)")
+        for name, t in (("rotary_cos", cos), ("rotary_sin", sin)):
+            if not isinstance(t, torch.Tensor) or t.dim() != 2 or t.shape != getattr(cos, "shape", None) \
+                    or not t.is_floating_point() or t.device != q.device or t.shape[0] == 0 \
+                    or not 0 < 2 * t.shape[1] <= d:
+                problems.append(f"{name}: expected a floating tensor (seqlen_ro, rotary_dim / 2) on {q.device} with "
+                                f"0 < rotary_dim <= {d}, the same shape for cos and sin, got {_describe(t)}")
+    if isinstance(num_splits, bool) or not isinstance(num_splits, int) or num_splits < 0:
+        problems.append(f"num_splits: expected an int >= 0 (0: chosen from the shape), got {num_splits!r}")
+    if pack_gqa is not None and not isinstance(pack_gqa, bool):
+        problems.append(f"pack_gqa: expected None or a bool, got {pack_gqa!r}")
+    return problems
+
+
+def _describe(t) -> str:
+    if isinstance(t, torch.Tensor):
+        return f"{t.dtype} {tuple(t.shape)} on {t.device}"
+    return checks._type_name(t)

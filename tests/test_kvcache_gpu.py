@@ -1,0 +1,130 @@
+"""flash_attn_with_kvcache on the Hopper kernels (backend="fa3lite": a fallback would raise): bf16 and
+fp16, decode (one query row) and a few rows, GQA, contiguous caches with cache_batch_idx and
+cache_leftpad, paged caches with shuffled pages of 16, 64 and 256 rows, rotary, windows; FA3's rule
+for out and lse against the float64 reference of test_kvcache.py, the cache after the append exact
+(rotary: within rounding), NaN in every cache row and page no sequence uses. Also: replayed inside a
+CUDA graph with new cache lengths, and under torch.compile."""
+import math
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.gpu
+if not (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
+    pytest.skip("needs a Hopper (sm_90) GPU", allow_module_level=True)
+
+import fa3lite  # noqa: E402
+from test_features_gpu import check_rule  # noqa: E402
+from test_kvcache import fill, make, reference  # noqa: E402
+
+SCALE = 128 ** -0.5
+
+
+def inputs(dtype, b=3, sq=1, s_new=1, s_cache=700, paged=None, seed=0):
+    x = make(b=b, sq=sq, hq=8, hk=2, d=128, s_cache=s_cache, s_new=s_new, paged=paged, rd=64, seed=seed,
+             dtype=torch.float32)
+    gen = x.pop("gen")
+    x = {name: (t.to("cuda", dtype if t.is_floating_point() else t.dtype) if isinstance(t, torch.Tensor) else t)
+         for name, t in x.items()}
+    x["cos"], x["sin"] = x["cos"].float(), x["sin"].float()
+    x["gen"] = gen
+    return x
+
+
+def run_and_check(x, seqlens, lengths, causal=True, window=(-1, -1), rotary=False, batch_idx=None, leftpad=None,
+                  interleaved=True):
+    fill(x, x["page_table"], lengths, batch_idx, leftpad)
+    cos, sin = (x["cos"], x["sin"]) if rotary else (None, None)
+    args = (x["q"], x["k_cache"], x["v_cache"], x["k"], x["v"], cos, sin, seqlens, batch_idx, leftpad,
+            x["page_table"], causal, window, interleaved, SCALE)
+    ref_out, ref_lse, want_k, want_v = reference(*args)
+    pt_out, pt_lse, _, _ = reference(*args, dtype=x["q"].dtype)
+    out, lse = fa3lite.flash_attn_with_kvcache(
+        x["q"], x["k_cache"], x["v_cache"], x["k"], x["v"], rotary_cos=cos, rotary_sin=sin, cache_seqlens=seqlens,
+        cache_batch_idx=batch_idx, cache_leftpad=leftpad, page_table=x["page_table"], softmax_scale=SCALE,
+        causal=causal, window_size=window, rotary_interleaved=interleaved, return_softmax_lse=True,
+        backend="fa3lite")
+    if rotary:   # the rotation rounds once to the input dtype either way
+        torch.testing.assert_close(x["k_cache"], want_k, equal_nan=True, atol=1e-2, rtol=1e-2)
+    else:
+        assert torch.equal(x["k_cache"].nan_to_num(7.0), want_k.nan_to_num(7.0))
+    assert torch.equal(x["v_cache"].nan_to_num(7.0), want_v.nan_to_num(7.0))
+    check_rule("out", out, ref_out, pt_out)
+    check_rule("lse", lse, ref_lse.float(), pt_lse.float())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("sq, s_new", [(1, 1), (4, 4), (3, 0)])
+def test_contiguous(dtype, sq, s_new):
+    x = inputs(dtype, sq=sq, s_new=s_new)
+    lengths = [0, 300, 700 - s_new]
+    run_and_check(x, torch.tensor(lengths, dtype=torch.int32, device="cuda"), lengths)
+
+
+@pytest.mark.parametrize("page_size", [16, 64, 256])
+@pytest.mark.parametrize("rotary, interleaved", [(False, True), (True, True), (True, False)])
+def test_paged(page_size, rotary, interleaved):
+    pages = -(-700 // page_size)
+    x = inputs(torch.bfloat16, sq=4, s_new=4, paged=(pages, page_size))
+    lengths = [1, page_size - 2, pages * page_size - 4]    # appends crossing a page boundary
+    run_and_check(x, torch.tensor(lengths, dtype=torch.int32, device="cuda"), lengths, rotary=rotary,
+                  interleaved=interleaved)
+
+
+@pytest.mark.parametrize("window, causal", [((64, -1), True), ((100, 20), False), ((-1, -1), False)])
+def test_batch_idx_leftpad_windows(window, causal):
+    x = inputs(torch.bfloat16, sq=2, s_new=2)
+    lengths = [650, 17, 300]
+    batch_idx = torch.tensor([3, 1, 0], dtype=torch.int32, device="cuda")
+    leftpad = torch.tensor([5, 0, 299], dtype=torch.int32, device="cuda")
+    run_and_check(x, torch.tensor(lengths, dtype=torch.int32, device="cuda"), lengths, causal=causal, window=window,
+                  rotary=True, batch_idx=batch_idx, leftpad=leftpad)
+
+
+def test_int_cache_seqlens_and_full_cache():
+    x = inputs(torch.bfloat16, sq=1, s_new=0)
+    run_and_check(x, 700, [700] * 3)
+    x = inputs(torch.bfloat16, sq=1, s_new=0, seed=1)
+    fill(x, None, [700] * 4)
+    out = fa3lite.flash_attn_with_kvcache(x["q"], x["k_cache"], x["v_cache"], causal=True, backend="fa3lite")
+    want = fa3lite.flash_attn_with_kvcache(x["q"], x["k_cache"], x["v_cache"], cache_seqlens=700, causal=True,
+                                           backend="fa3lite")
+    assert torch.equal(out, want)
+
+
+def test_cuda_graph_replay_with_new_lengths():
+    x = inputs(torch.bfloat16, sq=1, s_new=1)
+    fill(x, None, [700] * 3)
+    seqlens = torch.tensor([10, 20, 30], dtype=torch.int32, device="cuda")
+    k_cache, v_cache = x["k_cache"], x["v_cache"]
+
+    def step():
+        return fa3lite.flash_attn_with_kvcache(x["q"], k_cache, v_cache, x["k"], x["v"], cache_seqlens=seqlens,
+                                               causal=True, backend="fa3lite")
+
+    step()   # compile and load outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = step()
+    for lengths in ([100, 5, 698], [0, 650, 1]):
+        seqlens.copy_(torch.tensor(lengths, dtype=torch.int32))
+        graph.replay()
+        torch.cuda.synchronize()
+        eager = step()
+        assert torch.equal(out, eager)
+
+
+def test_torch_compile():
+    x = inputs(torch.bfloat16, sq=2, s_new=2)
+    fill(x, None, [700] * 3)
+    seqlens = torch.tensor([10, 200, 600], dtype=torch.int32, device="cuda")
+    k0, v0 = x["k_cache"].clone(), x["v_cache"].clone()
+    eager = fa3lite.flash_attn_with_kvcache(x["q"], x["k_cache"], x["v_cache"], x["k"], x["v"], cache_seqlens=seqlens,
+                                           causal=True)
+    k1, v1 = k0.clone(), v0.clone()
+    compiled = torch.compile(fa3lite.flash_attn_with_kvcache)
+    got = compiled(x["q"], k1, v1, x["k"], x["v"], cache_seqlens=seqlens, causal=True)
+    assert torch.equal(got, eager)
+    assert torch.equal(k1.nan_to_num(7.0), x["k_cache"].nan_to_num(7.0))
+    assert not math.isnan(got.float().sum().item())
