@@ -45,6 +45,7 @@ class Options:
     compile_timeout: float
     odd_check: bool
     plots: bool
+    features: bool = True
 
 
 def _list_of(parse):
@@ -91,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "Without --quick or --full: d in 64, 128, 256, full and causal, S in 1k, 4k, 16k. "
+            "After the grid, feature rows for each head dim (unless --no-features): causal with a 4k "
+            "sliding window at 16k, and packed varlen batches (causal and full) beside the dense kernel "
+            "at equal tokens, with FA4 as the peer. "
             "Writes table.txt, results.csv, results.json and plot_<mode>.png to --out. "
             f"Exit status: {EXIT_OK} done, {EXIT_FA3LITE_WRONG} fa3lite wrong somewhere, "
             f"{EXIT_NO_HOPPER} no Hopper GPU (only the CPU reference self-check ran), "
@@ -135,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-odd-check", dest="odd_check", action="store_false",
                    help="skip the extra correctness check at a length that is no multiple of a tile")
     p.add_argument("--no-plots", dest="plots", action="store_false", help="write no PNG plots")
+    p.add_argument("--no-features", dest="features", action="store_false",
+                   help="skip the feature rows (4k sliding window at 16k, packed varlen batches) after the grid")
     return p
 
 
@@ -171,7 +177,7 @@ def parse_args(argv=None) -> Options:
     except ValueError as exc:
         p.error(str(exc))
     return Options(spec, a.preset, impls, a.out, a.reps, a.warmup, a.time_budget, a.host_time,
-                   a.compile_time, a.compile_timeout, a.odd_check, a.plots)
+                   a.compile_time, a.compile_timeout, a.odd_check, a.plots, a.features)
 
 
 def main(argv=None) -> int:
@@ -237,7 +243,7 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
                     head_dims=list(spec.head_dims), causal=list(spec.causal), seqlens=list(spec.seqlens),
                     modes=list(spec.modes), reps=opts.reps, warmup=opts.warmup,
                     impls=[i.name for i in impls], time_budget_s=opts.time_budget,
-                    odd_check=opts.odd_check),
+                    odd_check=opts.odd_check, features=opts.features),
         self_check=list(check.lines) + [f"self-check {'passed' if check.ok else 'FAILED'}"],
         absent=absent,
     )
@@ -277,6 +283,8 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
             if runner.wall_s:
                 run.notes.append("wall time per implementation over the grid (checks, compiles, timing): "
                                  + ", ".join(f"{labels.get(n, n)} {t:.0f} s" for n, t in runner.wall_s.items()))
+        if opts.features:
+            _run_features(run, impls, spec, timer, absent, deadline, runner.fatal)
         if opts.host_time:
             run.host_times = runner.host_times()
     except KeyboardInterrupt:
@@ -285,7 +293,7 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
         run.notes.append("interrupted; the table holds what was measured before")
         if not run.measurements:
             run.measurements = _read_partial(partial, cells)
-    skipped = sum(m.reason == TIME_BUDGET_REASON for m in run.measurements)
+    skipped = sum(m.reason == TIME_BUDGET_REASON for m in run.measurements + run.features)
     if skipped:
         run.complete = False
         run.notes.append(f"time budget ({opts.time_budget:.0f} s) spent: {skipped} measurements skipped")
@@ -305,9 +313,33 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
     partial.unlink(missing_ok=True)
     print(text, flush=True)
     print(f"files in {out_dir}/: " + ", ".join(sorted(p.name for p in out_dir.iterdir())), flush=True)
-    if any(m.impl in FA3LITE_IMPLS and m.status == WRONG for m in run.measurements) and status == EXIT_OK:
+    if any(m.impl in FA3LITE_IMPLS and m.status == WRONG for m in run.measurements + run.features) \
+            and status == EXIT_OK:
         status = EXIT_FA3LITE_WRONG
     return status
+
+
+def _run_features(run, impls, spec, timer, absent, deadline, fatal) -> None:
+    """The feature rows after the grid, within the same deadline, into run.features and run.checks
+    (what finished is kept when interrupted)."""
+    from .feature_cases import build_feature_cases
+    from .features import FeatureRunner
+    from .progress import Progress
+    from .timing import l2_bytes
+
+    cases = build_feature_cases(spec)
+    runner = FeatureRunner(impls, spec.modes, timer, "cuda", l2_bytes=l2_bytes(0), absent=absent,
+                           deadline=deadline, fatal=fatal)
+    print(f"feature rows: {len(cases)} cases (sliding window, varlen, dense at equal tokens)", file=sys.stderr,
+          flush=True)
+    progress = Progress(runner.work_weight(cases))
+    runner.progress = progress
+    try:
+        runner.run(cases)
+    finally:
+        progress.close()
+        run.features = list(runner.rows)
+        run.checks = list(run.checks) + runner.checks
 
 
 def _read_partial(path: Path, cells):

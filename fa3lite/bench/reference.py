@@ -50,20 +50,46 @@ def attention_math(q, k, v, scale: float, causal: bool, causal_offset: int = 0):
     Key j is visible to query i iff j <= i + causal_offset. Rows with no visible key give 0.
     Differentiable, so autograd gives the reference gradients.
     """
-    scores = torch.matmul(q * scale, k.transpose(-1, -2))
+    visible = None
     if causal:
         sq, sk = q.shape[-2], k.shape[-2]
         rows = torch.arange(sq, device=q.device).unsqueeze(1)
         cols = torch.arange(sk, device=q.device).unsqueeze(0)
-        hidden = cols > rows + causal_offset
+        visible = cols <= rows + causal_offset
+    return masked_attention_math(q, k, v, scale, visible)
+
+
+def masked_attention_math(q, k, v, scale: float, visible=None):
+    """attention_math with any mask: visible (Sq, Sk) bool, True where key j is visible to query i
+    (None: every key). Rows with no visible key give 0."""
+    scores = torch.matmul(q * scale, k.transpose(-1, -2))
+    if visible is None:
+        probs = torch.softmax(scores, dim=-1)
+    else:
+        hidden = ~visible
         empty = hidden.all(dim=-1, keepdim=True)
         # Rows with no visible key keep finite scores (no NaN in the softmax or its gradient) and
         # get their probabilities zeroed afterwards.
         scores = scores.masked_fill(hidden & ~empty, float("-inf"))
         probs = torch.softmax(scores, dim=-1).masked_fill(empty, 0.0)
-    else:
-        probs = torch.softmax(scores, dim=-1)
     return torch.matmul(probs, v)
+
+
+def visible_mask(seqlen_q: int, seqlen_k: int, causal: bool, window=(-1, -1), device=None):
+    """(Sq, Sk) bool under flash_attn's mask: key j visible to query i iff
+    i + Sk - Sq - left <= j <= i + Sk - Sq + right (a negative side unbounded; causal sets right to 0)."""
+    left, right = window
+    if causal:
+        right = 0
+    rows = torch.arange(seqlen_q, device=device).unsqueeze(1)
+    cols = torch.arange(seqlen_k, device=device).unsqueeze(0)
+    past_diagonal = cols - rows - (seqlen_k - seqlen_q)
+    visible = torch.ones(seqlen_q, seqlen_k, dtype=torch.bool, device=device)
+    if right >= 0:
+        visible &= past_diagonal <= right
+    if left >= 0:
+        visible &= past_diagonal >= -left
+    return visible
 
 
 def fa3_verdict(what: str, out, ref, pt) -> Verdict:
@@ -117,6 +143,34 @@ def _head_math(q, k, v, dout, b, h, scale, causal, causal_offset, grads, dtype):
         result = {"out": out.detach().float()}
         if grads:
             g = torch.autograd.grad(out, (x, y, z), dout[b, :, h, :].to(dtype))
+            result.update({name: t.float() for name, t in zip(GRAD_NAMES, g)})
+    return result
+
+
+def packed_reference(q, k, v, dout, seqlens, scale: float, causal: bool, window, grads: bool,
+                     dtype=torch.float32) -> dict:
+    """Attention over sequences packed without padding, each on its own, in ``dtype``.
+
+    q, k, v, dout: (total, H, D), sequence b at rows sum(seqlens[:b]) .. sum(seqlens[:b + 1]), each
+    with Sq == Sk and visible_mask(causal, window) aligned to its own corner; sum(seqlens) == total.
+    Returns {'out'} and, with grads, {'dq', 'dk', 'dv'}: (total, H, D) float32 tensors.
+    """
+    if sum(seqlens) != q.shape[0]:
+        raise ValueError(f"seqlens: expected lengths summing to q.shape[0] = {q.shape[0]}, got {sum(seqlens)}")
+    x, y, z = (t.detach().to(dtype).requires_grad_(grads) for t in (q, k, v))
+    outs, start = [], 0
+    with torch.enable_grad(), _no_tf32():
+        for n in seqlens:
+            rows = slice(start, start + n)
+            start += n
+            # (n, H, D) -> (H, n, D): the heads batch the matmuls of one sequence.
+            xs, ys, zs = (t[rows].transpose(0, 1) for t in (x, y, z))
+            visible = visible_mask(n, n, causal, window, q.device)
+            outs.append(masked_attention_math(xs, ys, zs, scale, visible).transpose(0, 1))
+        out = torch.cat(outs)
+        result = {"out": out.detach().float()}
+        if grads:
+            g = torch.autograd.grad(out, (x, y, z), dout.to(dtype))
             result.update({name: t.float() for name, t in zip(GRAD_NAMES, g)})
     return result
 

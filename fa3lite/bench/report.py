@@ -1,7 +1,9 @@
 """Report writing: the terminal table, CSV and JSON (stdlib only).
 
 Table cells read "TFLOP/s ratio" where ratio = TFLOP/s / cuDNN's TFLOP/s on the same cell and mode,
-or a status word when the implementation was not timed there.
+or a status word when the implementation was not timed there. The feature rows (feature_cases.py) get
+their own table: TFLOP/s per implementation, fa3lite's ratio to the best peer that ran, and for
+varlen fa3lite's ratio to its dense comparator; in results.json under "features" (not in the CSV).
 """
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from collections import defaultdict
 from dataclasses import asdict
 from pathlib import Path
 
-from .impls import BASELINE
-from .results import ABSENT, OK, OOM, SKIPPED, UNSUPPORTED, WRONG, BenchRun, measurement_row
+from .feature_cases import DENSE, NO_WINDOW, VARLEN
+from .impls import BASELINE, FA3LITE_IMPLS
+from .results import ABSENT, OK, OOM, SKIPPED, UNSUPPORTED, WRONG, BenchRun, feature_row, measurement_row
 
 META_COLUMNS = ("device", "driver", "torch", "cuda", "cudnn", "fa3lite_commit", "fa3lite_source_hash")
 CSV_COLUMNS = (
@@ -181,6 +184,8 @@ def format_report(run: BenchRun, labels: dict[str, str], host_shape: str) -> str
     untimed = format_untimed(run, labels)
     if untimed:
         parts.append("Not timed:\n" + untimed)
+    if run.features:
+        parts.append(format_features(run, labels))
     if run.checks:
         parts.append(format_checks(run))
     if run.host_times:
@@ -191,6 +196,99 @@ def format_report(run: BenchRun, labels: dict[str, str], host_shape: str) -> str
         parts.append("Notes:\n" + "\n".join(f"  {n}" for n in run.notes))
     parts.append(f"elapsed {run.elapsed_s:.0f} s")
     return "\n\n".join(parts)
+
+
+def _dense_key(m) -> tuple:
+    """What ties a varlen row to its dense comparator: implementation, shape but for the layout, mode."""
+    c = m.case
+    return (m.impl, c.head_dim, c.heads, c.causal, c.n_seqs, c.dtype, m.mode)
+
+
+def feature_ratios(run: BenchRun) -> dict:
+    """{index in run.features: (ratio_to_best_peer, dense_ratio)} for fa3lite's timed rows:
+    its TFLOP/s over the best peer's timed on the same case and mode (None when no peer was), and
+    for a varlen row over its dense comparator's (None elsewhere, or when that was not timed)."""
+    best_peer, dense = {}, {}
+    for m in run.features:
+        if m.status != OK:
+            continue
+        if m.impl not in FA3LITE_IMPLS:
+            key = (m.case, m.mode)
+            best_peer[key] = max(best_peer.get(key, 0.0), m.tflops)
+        elif m.case.kind == DENSE:
+            dense[_dense_key(m)] = m.tflops
+    out = {}
+    for n, m in enumerate(run.features):
+        if m.status != OK or m.impl not in FA3LITE_IMPLS:
+            continue
+        peer = best_peer.get((m.case, m.mode))
+        comparator = dense.get(_dense_key(m)) if m.case.kind == VARLEN else None
+        out[n] = (m.tflops / peer if peer else None, m.tflops / comparator if comparator else None)
+    return out
+
+
+def feature_rows(run: BenchRun) -> list[dict]:
+    """One dict per feature measurement: results.feature_row plus ratio_to_best_peer and dense_ratio."""
+    r = feature_ratios(run)
+    out = []
+    for n, m in enumerate(run.features):
+        row = feature_row(m)
+        row["ratio_to_best_peer"], row["dense_ratio"] = r.get(n, (None, None))
+        out.append(row)
+    return out
+
+
+def _ratio_text(ratio) -> str:
+    return f"{ratio:.2f}x" if ratio is not None else "-"
+
+
+def format_features(run: BenchRun, labels: dict[str, str]) -> str:
+    """The feature table: one row per (case, mode), one column of TFLOP/s (or a status word) per
+    implementation, then fa3lite's ratios; below it, why an implementation was not timed where."""
+    seen = list(dict.fromkeys(m.impl for m in run.features))
+    order = [n for n in labels if n in seen] + [n for n in seen if n not in labels]
+    main = next((n for n in order if n in FA3LITE_IMPLS), None)  # the implementation the ratios are of
+    ratios_of = feature_ratios(run)
+    by_key, ratio_by_key = {}, {}
+    for n, m in enumerate(run.features):
+        by_key[(m.impl, m.case, m.mode)] = m
+        if m.impl == main and n in ratios_of:
+            ratio_by_key[(m.case, m.mode)] = ratios_of[n]
+    row_keys = list(dict.fromkeys((m.case, m.mode) for m in run.features))
+    width = max([COL_WIDTH] + [len(labels.get(n, n)) for n in order])
+    main_label = labels.get(main, main) if main else "fa3lite"
+    lines = [
+        "Feature rows: TFLOP/s on the (query, key) pairs each mask leaves (window: the band; varlen and dense: "
+        "each sequence's own);",
+        f"  vs peer = {main_label} / the best peer that ran; vs dense = {main_label} varlen / {main_label} dense, "
+        "the comparator at equal tokens: (n_seqs, round(tokens/n_seqs), H, d), same mask",
+    ]
+    head = (f"{'kind':<6} {'d':>4} {'mask':<6} {'window':<11} {'seqs':>4} {'tokens':>6} {'mode':<7} |"
+            + "".join(f" {labels.get(n, n):>{width}}" for n in order) + f" | {'vs peer':>7} {'vs dense':>8}")
+    lines += [head, "-" * len(head)]
+    previous = None
+    for case, mode in row_keys:
+        if previous is not None and previous != case:
+            lines.append("")
+        previous = case
+        window = f"({case.window[0]}, {case.window[1]})" if case.window != NO_WINDOW else "-"
+        cells = "".join(f" {_cell_text(by_key.get((n, case, mode)), None):>{width}}" for n in order)
+        peer, dense = ratio_by_key.get((case, mode), (None, None))
+        lines.append(f"{case.kind:<6} {case.head_dim:>4} {case.mask:<6} {window:<11} {case.n_seqs:>4} "
+                     f"{case.tokens:>6} {MODE_LABELS.get(mode, mode):<7} |{cells} | {_ratio_text(peer):>7} "
+                     f"{_ratio_text(dense):>8}")
+    groups = defaultdict(list)
+    for m in run.features:
+        if m.status not in (OK, ABSENT):
+            groups[(m.impl, m.status, m.reason)].append(m)
+    if groups:
+        lines.append("Feature rows not timed:")
+    for (impl, status, reason), ms in groups.items():
+        where = list(dict.fromkeys(f"{m.case.kind} d={m.case.head_dim} {m.case.mask}" for m in ms))
+        modes = sorted({MODE_LABELS.get(m.mode, m.mode) for m in ms})
+        shown = ", ".join(where[:4]) + (f" (+{len(where) - 4} more)" if len(where) > 4 else "")
+        lines.append(f"  {labels.get(impl, impl)} {STATUS_WORDS[status]} [{'/'.join(modes)}] at {shown}: {reason}")
+    return "\n".join(lines)
 
 
 def write_csv(path: Path, run: BenchRun) -> None:
@@ -210,6 +308,7 @@ def to_json(run: BenchRun) -> dict:
         "self_check": run.self_check,
         "absent": run.absent,
         "results": rows(run),
+        "features": feature_rows(run),
         "checks": [asdict(c) for c in run.checks],
         "host_time": [asdict(h) for h in run.host_times],
         "compile_time": [asdict(c) for c in run.compile_times],

@@ -1,8 +1,10 @@
-"""What a benchmark run produces: one record per (implementation, cell, mode) and the side tables."""
+"""What a benchmark run produces: one record per (implementation, cell, mode), one per
+(implementation, feature case, mode), and the side tables."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .feature_cases import FeatureCase
 from .flops import cell_flops, tflops
 from .grid import Cell
 from .timing import Stats
@@ -30,14 +32,44 @@ class Measurement:
     deterministic: bool | None = None
 
     def __post_init__(self):
-        if self.status not in STATUSES:
-            raise ValueError(f"status: expected one of {STATUSES}, got {self.status!r}")
-        if (self.status == OK) != (self.stats is not None):
-            raise ValueError(f"stats: given exactly when status is ok (status {self.status!r})")
+        _check_status(self.status, self.stats)
 
     @property
     def flops(self) -> float:
         return cell_flops(self.cell, self.mode)
+
+    @property
+    def tflops(self) -> float | None:
+        return tflops(self.flops, self.stats.median) if self.stats else None
+
+
+def _check_status(status: str, stats: Stats | None) -> None:
+    if status not in STATUSES:
+        raise ValueError(f"status: expected one of {STATUSES}, got {status!r}")
+    if (status == OK) != (stats is not None):
+        raise ValueError(f"stats: given exactly when status is ok (status {status!r})")
+
+
+@dataclass(frozen=True)
+class FeatureMeasurement:
+    """One implementation on one feature case (feature_cases.FeatureCase) in one mode; stats only
+    when status is OK; flops counted on the pairs the case's mask leaves. deterministic as in
+    Measurement."""
+
+    impl: str
+    case: FeatureCase
+    mode: str
+    status: str
+    stats: Stats | None = None
+    reason: str = ""
+    deterministic: bool | None = None
+
+    def __post_init__(self):
+        _check_status(self.status, self.stats)
+
+    @property
+    def flops(self) -> float:
+        return self.case.flops(self.mode)
 
     @property
     def tflops(self) -> float | None:
@@ -100,6 +132,7 @@ class BenchRun:
     self_check: list[str] = field(default_factory=list)
     absent: dict[str, str] = field(default_factory=dict)
     measurements: list[Measurement] = field(default_factory=list)
+    features: list[FeatureMeasurement] = field(default_factory=list)
     checks: list[CheckRecord] = field(default_factory=list)
     host_times: list[HostTime] = field(default_factory=list)
     compile_times: list[CompileTime] = field(default_factory=list)
@@ -134,3 +167,33 @@ def measurement_row(m: Measurement) -> dict:
         row["deterministic"] = m.deterministic
     return row
 
+
+def feature_row(m: FeatureMeasurement) -> dict:
+    """Flat dict of one feature measurement (no ratios; those need the other rows). window is
+    [left, right] ([-1, -1]: none); seqlens lists every sequence's length."""
+    c = m.case
+    row = {
+        "impl": m.impl,
+        "kind": c.kind,
+        "head_dim": c.head_dim,
+        "heads": c.heads,
+        "mask": c.mask,
+        "window": list(c.window),
+        "tokens": c.tokens,
+        "n_seqs": c.n_seqs,
+        "max_seqlen": c.max_seqlen,
+        "seqlens": list(c.seqlens),
+        "dtype": c.dtype,
+        "mode": m.mode,
+        "status": m.status,
+        "ms_median": m.stats.median if m.stats else None,
+        "ms_p20": m.stats.p20 if m.stats else None,
+        "ms_p80": m.stats.p80 if m.stats else None,
+        "reps": m.stats.reps if m.stats else None,
+        "gflop": m.flops / 1e9,
+        "tflops": m.tflops,
+        "reason": m.reason,
+    }
+    if m.deterministic is not None:
+        row["deterministic"] = m.deterministic
+    return row

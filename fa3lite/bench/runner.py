@@ -105,12 +105,18 @@ def _guarded(fn):
             raise _Refused(OOM if _is_oom(exc) else UNSUPPORTED, _reason(exc, caught)) from exc
 
 
-def _verdicts(refs, got, got_grads):
-    """check_against, with an output that cannot even be compared (wrong shape, ...) a failure."""
+def compared(compare, got, got_grads) -> list[Verdict]:
+    """compare(got, got_grads) -> verdicts, with an output that cannot even be compared (wrong
+    shape, ...) a failure."""
     try:
-        return check_against(refs, got, got_grads)
+        return compare(got, got_grads)
     except Exception as exc:
         return [Verdict("out", math.inf, 0.0, finite=False, note=f"not comparable: {_reason(exc)}")]
+
+
+def _verdicts(refs, got, got_grads):
+    """check_against on the reference heads, through compared."""
+    return compared(lambda o, g: check_against(refs, o, g), got, got_grads)
 
 
 _PART_OF_MODE = {"fwd": "fwd", "bwd": "bwd", "fwdbwd": "bwd"}
@@ -138,6 +144,60 @@ def _entered(*factories):
             yield
 
     return both
+
+
+def check_parts(bound, inputs, grads: bool, compare) -> dict:
+    """{'fwd': (status, detail)} and, with grads, {'bwd': ...}: the forward alone first, so an
+    implementation whose backward refuses or is wrong still gets its forward timed. inputs: (q, k,
+    v, dout) in bound's layout; compare(out, grads or None) -> verdicts (run through compared)."""
+    q, k, v, dout = inputs
+    result = {}
+    try:
+        with bound.context():
+            got = _guarded(lambda: training_forward(bound.call, q, k, v))
+        verdicts = compared(compare, got, None)
+        del got
+        result["fwd"] = (OK if all(x.ok for x in verdicts) else WRONG, _describe(verdicts))
+    except _Refused as r:
+        result["fwd"] = (r.status, r.reason)
+    if not grads:
+        return result
+    if result["fwd"][0] != OK:
+        result["bwd"] = (result["fwd"][0], "forward: " + result["fwd"][1])
+        return result
+    try:
+        with bound.context():
+            got, got_grads = _guarded(lambda: run_with_grads(bound.call, q, k, v, dout, True))
+        verdicts = compared(compare, got, got_grads)
+        del got, got_grads
+        result["bwd"] = (OK if all(x.ok for x in verdicts) else WRONG, _describe(verdicts))
+    except _Refused as r:
+        result["bwd"] = (r.status, r.reason)
+    return result
+
+
+def time_mode(timer, bound, sets, mode: str):
+    """Milliseconds per call. Every mode runs as in training: inputs that require grad, grad
+    mode on (the forward saves what its backward needs). bwd times the backward alone, from
+    graphs built beforehand (retain_graph, so each set's graph serves every repetition). sets:
+    (q, k, v, dout) tuples in bound's layout; timer as GridRunner's."""
+    n = len(sets)
+    leaves = [tuple(t.detach().requires_grad_(True) for t in s[:3]) for s in sets]
+    if mode == "fwd":
+        def step(i):
+            bound.call(*leaves[i])
+    elif mode == "bwd":
+        with bound.context(), torch.enable_grad():
+            outs = [bound.call(*lv) for lv in leaves]
+
+        def step(i):
+            torch.autograd.grad(outs[i], leaves[i], sets[i][3], retain_graph=True)
+    else:
+        def step(i):
+            o = bound.call(*leaves[i])
+            torch.autograd.grad(o, leaves[i], sets[i][3])
+
+    return timer.time(step, n, _entered(bound.context, torch.enable_grad))
 
 
 class GridRunner:
@@ -306,54 +366,11 @@ class GridRunner:
             self._cleanup()
 
     def _check(self, bound, inputs, refs, grads: bool) -> dict:
-        """{'fwd': (status, detail)} and, with grads, {'bwd': ...}: the forward alone first, so an
-        implementation whose backward refuses or is wrong still gets its forward timed."""
-        q, k, v, dout = inputs
-        result = {}
-        try:
-            with bound.context():
-                got = _guarded(lambda: training_forward(bound.call, q, k, v))
-            verdicts = _verdicts(refs, got, None)
-            del got
-            result["fwd"] = (OK if all(x.ok for x in verdicts) else WRONG, _describe(verdicts))
-        except _Refused as r:
-            result["fwd"] = (r.status, r.reason)
-        if not grads:
-            return result
-        if result["fwd"][0] != OK:
-            result["bwd"] = (result["fwd"][0], "forward: " + result["fwd"][1])
-            return result
-        try:
-            with bound.context():
-                got, got_grads = _guarded(lambda: run_with_grads(bound.call, q, k, v, dout, True))
-            verdicts = _verdicts(refs, got, got_grads)
-            del got, got_grads
-            result["bwd"] = (OK if all(x.ok for x in verdicts) else WRONG, _describe(verdicts))
-        except _Refused as r:
-            result["bwd"] = (r.status, r.reason)
-        return result
+        """check_parts against the reference heads."""
+        return check_parts(bound, inputs, grads, lambda got, got_grads: check_against(refs, got, got_grads))
 
     def _time_mode(self, bound, sets, mode: str):
-        """Milliseconds per call. Every mode runs as in training: inputs that require grad, grad
-        mode on (the forward saves what its backward needs). bwd times the backward alone, from
-        graphs built beforehand (retain_graph, so each set's graph serves every repetition)."""
-        n = len(sets)
-        leaves = [tuple(t.detach().requires_grad_(True) for t in s[:3]) for s in sets]
-        if mode == "fwd":
-            def step(i):
-                bound.call(*leaves[i])
-        elif mode == "bwd":
-            with bound.context(), torch.enable_grad():
-                outs = [bound.call(*lv) for lv in leaves]
-
-            def step(i):
-                torch.autograd.grad(outs[i], leaves[i], sets[i][3], retain_graph=True)
-        else:
-            def step(i):
-                o = bound.call(*leaves[i])
-                torch.autograd.grad(o, leaves[i], sets[i][3])
-
-        return self.timer.time(step, n, _entered(bound.context, torch.enable_grad))
+        return time_mode(self.timer, bound, sets, mode)
 
     def _record(self, impl, d, causal, seqlen, status, detail):
         self.checks.append(CheckRecord(impl, d, causal, seqlen, status, detail))
