@@ -92,8 +92,9 @@ def reference(q, k_cache, v_cache, k, v, cos, sin, seqlens, batch_idx, leftpad, 
     return torch.stack(outs), torch.stack(lses), kc, vc
 
 
-def make(b=3, sq=2, hq=4, hk=2, d=16, s_cache=12, s_new=2, paged=None, rd=8, seed=0, dtype=F64):
-    """Inputs with NaN in every cache row (or page) no sequence will use."""
+def make(b=3, sq=2, hq=4, hk=2, d=16, s_cache=12, s_new=2, paged=None, rd=8, seed=0, dtype=F64, ro_len=64):
+    """Inputs with NaN in every cache row (or page) no sequence will use; a rotary table of ro_len
+    positions (more than any position used)."""
     g = torch.Generator().manual_seed(seed)
     rnd = lambda *shape: torch.randn(*shape, generator=g, dtype=dtype)  # noqa: E731
     if paged:
@@ -104,7 +105,7 @@ def make(b=3, sq=2, hq=4, hk=2, d=16, s_cache=12, s_new=2, paged=None, rd=8, see
     else:
         k_cache, v_cache = (torch.full((b + 1, s_cache, hk, d), math.nan, dtype=dtype) for _ in range(2))
         page_table = None
-    angles = torch.rand(64, rd // 2, generator=g, dtype=F64) * 6
+    angles = torch.rand(ro_len, rd // 2, generator=g, dtype=F64) * 6
     return dict(q=rnd(b, sq, hq, d), k_cache=k_cache, v_cache=v_cache, k=rnd(b, s_new, hk, d) if s_new else None,
                 v=rnd(b, s_new, hk, d) if s_new else None, cos=angles.cos().to(dtype), sin=angles.sin().to(dtype),
                 page_table=page_table, gen=g)

@@ -18,11 +18,12 @@ from test_features_gpu import check_rule  # noqa: E402
 from test_kvcache import fill, make, reference  # noqa: E402
 
 SCALE = 128 ** -0.5
+ROTARY_POSITIONS = 1024   # beyond every cache's capacity here (700, or 3 pages of 256)
 
 
 def inputs(dtype, b=3, sq=1, s_new=1, s_cache=700, paged=None, seed=0):
     x = make(b=b, sq=sq, hq=8, hk=2, d=128, s_cache=s_cache, s_new=s_new, paged=paged, rd=64, seed=seed,
-             dtype=torch.float32)
+             dtype=torch.float32, ro_len=ROTARY_POSITIONS)
     gen = x.pop("gen")
     x = {name: (t.to("cuda", dtype if t.is_floating_point() else t.dtype) if isinstance(t, torch.Tensor) else t)
          for name, t in x.items()}
