@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 import fa3lite
+from fa3lite.bench.flops import band_pairs
 
 CASES = (   # (label, causal, window, softcap, sink)
     ("dense", False, (-1, -1), 0.0, False),
@@ -33,19 +34,6 @@ CASES = (   # (label, causal, window, softcap, sink)
     ("causal+sink", True, (-1, -1), 0.0, True),
     ("causal+window1024+softcap+sink", True, (1024, -1), 30.0, True),
 )
-
-
-def band_pairs(sq: int, sk: int, causal: bool, window) -> int:
-    """Visible (query, key) pairs of one head under flash_attn's window semantics."""
-    left, right = window
-    if causal:
-        right = 0
-    total = 0
-    for i in range(sq):
-        hi = sk - 1 if right < 0 else min(sk - 1, i + sk - sq + right)
-        lo = 0 if left < 0 else max(0, i + sk - sq - left)
-        total += max(0, hi - lo + 1)
-    return total
 
 
 def fa4_call():

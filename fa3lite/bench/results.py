@@ -141,6 +141,25 @@ class BenchRun:
     complete: bool = True
 
 
+def _timing_fields(m) -> dict:
+    """The fields a grid and a feature measurement share: mode, status, timing statistics, FLOPs
+    counted, TFLOP/s, the reason; "deterministic" only where the measurement has it."""
+    fields = {
+        "mode": m.mode,
+        "status": m.status,
+        "ms_median": m.stats.median if m.stats else None,
+        "ms_p20": m.stats.p20 if m.stats else None,
+        "ms_p80": m.stats.p80 if m.stats else None,
+        "reps": m.stats.reps if m.stats else None,
+        "gflop": m.flops / 1e9,
+        "tflops": m.tflops,
+        "reason": m.reason,
+    }
+    if m.deterministic is not None:
+        fields["deterministic"] = m.deterministic
+    return fields
+
+
 def measurement_row(m: Measurement) -> dict:
     """Flat dict of one measurement (no ratio; that needs the baseline's record). "deterministic"
     only where the measurement has it (fa3lite's implementations)."""
@@ -153,19 +172,8 @@ def measurement_row(m: Measurement) -> dict:
         "batch": c.batch,
         "heads": c.heads,
         "dtype": c.dtype,
-        "mode": m.mode,
-        "status": m.status,
-        "ms_median": m.stats.median if m.stats else None,
-        "ms_p20": m.stats.p20 if m.stats else None,
-        "ms_p80": m.stats.p80 if m.stats else None,
-        "reps": m.stats.reps if m.stats else None,
-        "gflop": m.flops / 1e9,
-        "tflops": m.tflops,
-        "reason": m.reason,
     }
-    if m.deterministic is not None:
-        row["deterministic"] = m.deterministic
-    return row
+    return row | _timing_fields(m)
 
 
 def feature_row(m: FeatureMeasurement) -> dict:
@@ -184,16 +192,5 @@ def feature_row(m: FeatureMeasurement) -> dict:
         "max_seqlen": c.max_seqlen,
         "seqlens": list(c.seqlens),
         "dtype": c.dtype,
-        "mode": m.mode,
-        "status": m.status,
-        "ms_median": m.stats.median if m.stats else None,
-        "ms_p20": m.stats.p20 if m.stats else None,
-        "ms_p80": m.stats.p80 if m.stats else None,
-        "reps": m.stats.reps if m.stats else None,
-        "gflop": m.flops / 1e9,
-        "tflops": m.tflops,
-        "reason": m.reason,
     }
-    if m.deterministic is not None:
-        row["deterministic"] = m.deterministic
-    return row
+    return row | _timing_fields(m)
