@@ -24,18 +24,18 @@ import zlib
 import torch
 
 from .feature_cases import VARLEN, WINDOW, FeatureCase
-from .impls import BASELINE, FA3LITE_IMPLS, Bound, _first
+from .impls import BASELINE, FA3LITE_IMPLS, Bound, first_output
 from .reference import TORCH_DTYPES, fa3_verdict, packed_reference, random_inputs
 from .results import ABSENT, OK, OOM, SKIPPED, CheckRecord, FeatureMeasurement
 from .runner import (
-    _PART_OF_MODE,
+    PART_OF_MODE,
     TIME_BUDGET_REASON,
-    _guarded,
-    _is_oom,
-    _reason,
-    _Refused,
+    Refused,
     check_parts,
+    exception_reason,
+    guarded,
     is_fatal,
+    is_oom,
     time_mode,
 )
 from .timing import Stats, rotation_sets
@@ -98,13 +98,13 @@ def _fa4_bound(case, scale, device) -> Bound:
         fn, cu, longest = module.flash_attn_varlen_func, _offsets(case, device), case.max_seqlen
 
         def call(q, k, v):
-            return _first(fn(q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=longest,
+            return first_output(fn(q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=longest,
                              max_seqlen_k=longest, softmax_scale=scale, causal=case.causal, window_size=window))
     else:
         fn = module.flash_attn_func
 
         def call(q, k, v):
-            return _first(fn(q, k, v, softmax_scale=scale, causal=case.causal, window_size=window))
+            return first_output(fn(q, k, v, softmax_scale=scale, causal=case.causal, window_size=window))
     return Bound(call)
 
 
@@ -191,33 +191,33 @@ class FeatureRunner:
         check inputs and references ("check") and timing input sets ("inputs"), made by the first
         implementation that needs them and reused by the rest."""
         verdict = self._check(impl, case, shared)
-        if not any(verdict[_PART_OF_MODE[m]][0] == OK for m in self.modes):
+        if not any(verdict[PART_OF_MODE[m]][0] == OK for m in self.modes):
             return [self._untimed(impl, case, m, verdict) for m in self.modes]
         try:
             if "inputs" not in shared:
                 shared["inputs"] = self._inputs(case)
-            bound = _guarded(lambda: bind_feature(impl, case, self.device))
-        except _Refused as r:
+            bound = guarded(lambda: bind_feature(impl, case, self.device))
+        except Refused as r:
             return self._rows(impl, case, r.status, r.reason)
         except Exception as exc:
-            return self._rows(impl, case, OOM if _is_oom(exc) else SKIPPED, "inputs: " + _reason(exc))
+            return self._rows(impl, case, OOM if is_oom(exc) else SKIPPED, "inputs: " + exception_reason(exc))
         out = []
         for mode in self.modes:
-            if verdict[_PART_OF_MODE[mode]][0] != OK:
+            if verdict[PART_OF_MODE[mode]][0] != OK:
                 out.append(self._untimed(impl, case, mode, verdict))
                 continue
             try:
-                times = _guarded(functools.partial(time_mode, self.timer, bound, shared["inputs"], mode))
+                times = guarded(functools.partial(time_mode, self.timer, bound, shared["inputs"], mode))
                 out.append(FeatureMeasurement(impl.name, case, mode, OK, Stats.of(times),
                                               deterministic=impl.deterministic))
-            except _Refused as r:
+            except Refused as r:
                 out.append(FeatureMeasurement(impl.name, case, mode, r.status, reason=r.reason,
                                               deterministic=impl.deterministic))
             self._cleanup()
         return out
 
     def _untimed(self, impl, case, mode, verdict) -> FeatureMeasurement:
-        status, detail = verdict[_PART_OF_MODE[mode]]
+        status, detail = verdict[PART_OF_MODE[mode]]
         return FeatureMeasurement(impl.name, case, mode, status, reason=detail, deterministic=impl.deterministic)
 
     def _check(self, impl, case: FeatureCase, shared: dict) -> dict:
@@ -226,7 +226,7 @@ class FeatureRunner:
         small = case.reduced()
         grads = any(m != "fwd" for m in self.modes)
         try:
-            bound = _guarded(lambda: bind_feature(impl, small, self.device))
+            bound = guarded(lambda: bind_feature(impl, small, self.device))
             if "check" not in shared:
                 shared["check"] = self._check_inputs(small, grads)
             inputs, ref, pt = shared["check"]
@@ -236,10 +236,10 @@ class FeatureRunner:
                 return [fa3_verdict(name, _packed(t, small), ref[name], pt[name]) for name, t in tensors.items()]
 
             verdict = check_parts(bound, inputs, grads, compare)
-        except _Refused as r:
+        except Refused as r:
             verdict = self._parts(grads, r.status, r.reason)
         except Exception as exc:
-            verdict = self._parts(grads, OOM if _is_oom(exc) else SKIPPED, "inputs/reference: " + _reason(exc))
+            verdict = self._parts(grads, OOM if is_oom(exc) else SKIPPED, "inputs/reference: " + exception_reason(exc))
         for part, (status, detail) in verdict.items():
             self.checks.append(CheckRecord(impl.name, small.head_dim, small.causal, small.max_seqlen, status,
                                            f"{small.label} [{part}] {detail}"))

@@ -60,7 +60,7 @@ class Impl:
         raise NotImplementedError
 
 
-def _first(result):
+def first_output(result):
     """Libraries return out or (out, lse, ...): keep out."""
     return result[0] if isinstance(result, (tuple, list)) else result
 
@@ -262,7 +262,7 @@ class FlashAttnLib(Impl):
         fn = importlib.import_module(self._module).flash_attn_func
 
         def call(q, k, v):
-            return _first(fn(q, k, v, softmax_scale=scale, causal=causal))
+            return first_output(fn(q, k, v, softmax_scale=scale, causal=causal))
 
         return Bound(call)
 

@@ -55,7 +55,7 @@ REASON_LINES = 3
 TIME_BUDGET_REASON = "time budget spent"
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """An implementation could not produce a result: status is UNSUPPORTED or OOM, or WRONG when
     it broke the CUDA context (a fault is a bug, not a refusal)."""
 
@@ -66,7 +66,7 @@ class _Refused(Exception):
         self.status, self.reason = status, reason
 
 
-def _reason(exc: BaseException, caught: list | None = None) -> str:
+def exception_reason(exc: BaseException, caught: list | None = None) -> str:
     lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
     # The first lines: fa3lite's InputError puts the actual problems on the lines after a header.
     text = f"{type(exc).__name__}: {' '.join(lines[:REASON_LINES])}"
@@ -89,20 +89,20 @@ def is_fatal(reason: str) -> bool:
     return any(marker in text for marker in FATAL_MARKERS)
 
 
-def _is_oom(exc: BaseException) -> bool:
+def is_oom(exc: BaseException) -> bool:
     return isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc).lower()
 
 
-def _guarded(fn):
-    """fn() or _Refused(UNSUPPORTED / OOM) with the reason, warnings folded in."""
+def guarded(fn):
+    """fn() or Refused(UNSUPPORTED / OOM) with the reason, warnings folded in."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             return fn()
-        except _Refused:
+        except Refused:
             raise
         except Exception as exc:
-            raise _Refused(OOM if _is_oom(exc) else UNSUPPORTED, _reason(exc, caught)) from exc
+            raise Refused(OOM if is_oom(exc) else UNSUPPORTED, exception_reason(exc, caught)) from exc
 
 
 def compared(compare, got, got_grads) -> list[Verdict]:
@@ -111,7 +111,7 @@ def compared(compare, got, got_grads) -> list[Verdict]:
     try:
         return compare(got, got_grads)
     except Exception as exc:
-        return [Verdict("out", math.inf, 0.0, finite=False, note=f"not comparable: {_reason(exc)}")]
+        return [Verdict("out", math.inf, 0.0, finite=False, note=f"not comparable: {exception_reason(exc)}")]
 
 
 def _verdicts(refs, got, got_grads):
@@ -119,7 +119,7 @@ def _verdicts(refs, got, got_grads):
     return compared(lambda o, g: check_against(refs, o, g), got, got_grads)
 
 
-_PART_OF_MODE = {"fwd": "fwd", "bwd": "bwd", "fwdbwd": "bwd"}
+PART_OF_MODE = {"fwd": "fwd", "bwd": "bwd", "fwdbwd": "bwd"}
 
 
 def _describe(verdicts) -> str:
@@ -154,11 +154,11 @@ def check_parts(bound, inputs, grads: bool, compare) -> dict:
     result = {}
     try:
         with bound.context():
-            got = _guarded(lambda: training_forward(bound.call, q, k, v))
+            got = guarded(lambda: training_forward(bound.call, q, k, v))
         verdicts = compared(compare, got, None)
         del got
         result["fwd"] = (OK if all(x.ok for x in verdicts) else WRONG, _describe(verdicts))
-    except _Refused as r:
+    except Refused as r:
         result["fwd"] = (r.status, r.reason)
     if not grads:
         return result
@@ -167,11 +167,11 @@ def check_parts(bound, inputs, grads: bool, compare) -> dict:
         return result
     try:
         with bound.context():
-            got, got_grads = _guarded(lambda: run_with_grads(bound.call, q, k, v, dout, True))
+            got, got_grads = guarded(lambda: run_with_grads(bound.call, q, k, v, dout, True))
         verdicts = compared(compare, got, got_grads)
         del got, got_grads
         result["bwd"] = (OK if all(x.ok for x in verdicts) else WRONG, _describe(verdicts))
-    except _Refused as r:
+    except Refused as r:
         result["bwd"] = (r.status, r.reason)
     return result
 
@@ -288,9 +288,9 @@ class GridRunner:
                 for b, h in sample_heads(cell.batch, cell.heads)
             ]
         except Exception as exc:
-            status = OOM if _is_oom(exc) else SKIPPED
+            status = OOM if is_oom(exc) else SKIPPED
             for impl in live:
-                self._all_modes(out, impl, cell, status, "inputs/reference: " + _reason(exc))
+                self._all_modes(out, impl, cell, status, "inputs/reference: " + exception_reason(exc))
                 self._advance(cell, impl.name)
             sets = refs = None
             self._cleanup()
@@ -342,8 +342,8 @@ class GridRunner:
         odd = self._odd_length_check(impl, cell.head_dim, cell.causal, grads) if self._odd_wanted(impl) else {}
         scale = self._scale(cell)
         try:
-            bound = _guarded(lambda: impl.bind(cell.causal, cell.seqlen, cell.seqlen, scale, self.device))
-        except _Refused as r:
+            bound = guarded(lambda: impl.bind(cell.causal, cell.seqlen, cell.seqlen, scale, self.device))
+        except Refused as r:
             self._record(impl.name, cell.head_dim, cell.causal, cell.seqlen, r.status, r.reason)
             self._all_modes(out, impl, cell, r.status, r.reason)
             return
@@ -354,14 +354,14 @@ class GridRunner:
             if status == WRONG and verdict.get(part, (OK,))[0] == OK:
                 verdict[part] = (WRONG, f"at S={ODD_SEQLEN}: {detail}")
         for mode in self.spec.modes:
-            status, detail = verdict[_PART_OF_MODE[mode]]
+            status, detail = verdict[PART_OF_MODE[mode]]
             if status != OK:
                 self._emit(out, _measurement(impl, cell, mode, status, reason=detail))
                 continue
             try:
-                times = _guarded(lambda: self._time_mode(bound, sets, mode))
+                times = guarded(lambda: self._time_mode(bound, sets, mode))
                 self._emit(out, _measurement(impl, cell, mode, OK, Stats.of(times)))
-            except _Refused as r:
+            except Refused as r:
                 self._emit(out, _measurement(impl, cell, mode, r.status, reason=r.reason))
             self._cleanup()
 
@@ -390,9 +390,9 @@ class GridRunner:
         refs = [head_reference(*inputs, 0, h, scale, causal, 0, grads) for h in range(ODD_HEADS)]
         self._oracle_cross_check(*inputs[:3], refs, d, causal, scale)
         try:
-            bound = _guarded(lambda: impl.bind(causal, ODD_SEQLEN, ODD_SEQLEN, scale, self.device))
+            bound = guarded(lambda: impl.bind(causal, ODD_SEQLEN, ODD_SEQLEN, scale, self.device))
             verdict = self._check(bound, inputs, refs, grads)
-        except _Refused as r:
+        except Refused as r:
             verdict = {"fwd": (r.status, r.reason)}
         for part, (status, detail) in verdict.items():
             self._record(impl.name, d, causal, ODD_SEQLEN, status, f"[{part}] {detail}")
@@ -442,18 +442,18 @@ class GridRunner:
                 results.append(HostTime(name, SKIPPED, reason=self._stop_reason()))
                 continue
             try:
-                bound = _guarded(lambda: bind(False, s["seqlen"], s["seqlen"], scale, self.device))
+                bound = guarded(lambda: bind(False, s["seqlen"], s["seqlen"], scale, self.device))
                 with bound.context():
-                    got, _ = _guarded(lambda: run_with_grads(bound.call, q, k, v, dout, False))
+                    got, _ = guarded(lambda: run_with_grads(bound.call, q, k, v, dout, False))
                 verdicts = _verdicts(refs, got, None)
                 if not all(x.ok for x in verdicts):
                     results.append(HostTime(name, WRONG, reason=_describe(verdicts)))
                     continue
                 for mode in bound.host_modes:
                     step, context = _host_step(bound, mode, q, k, v, dout)
-                    host_us, wall_us = _guarded(lambda: self.timer.host_time(step, context=context))
+                    host_us, wall_us = guarded(lambda: self.timer.host_time(step, context=context))
                     results.append(HostTime(name, OK, host_us, wall_us, mode=mode))
-            except _Refused as r:
+            except Refused as r:
                 results.append(HostTime(name, r.status, reason=r.reason))
             self._cleanup()
         return results
