@@ -72,7 +72,7 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=Fal
     softcap = float(softcap)
     if not checked:
         checked = ops.remember_if_kernels_take(key, q, k, v, scale, backend, softcap)
-    band, causal_offset, local_offset = _band(q.shape[1], k.shape[1], causal, window_size)
+    band, causal_offset, local_offset = window_mask(q.shape[1], k.shape[1], causal, window_size)
     out, lse = ops.attention(q, k, v, scale, band, causal_offset, deterministic, backend, checked, plan,
                              local_offset=local_offset, softcap=softcap, sink=learnable_sink)
     if checked and plan is None:    # attach once; a call with autograd reaches here with it attached
@@ -116,14 +116,14 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
         problems += checks.sink_problems(learnable_sink, q.unsqueeze(0))
     checks.raise_if_any(problems, "flash_attn_varlen_func")
     scale = q.shape[2] ** -0.5 if softmax_scale is None else float(softmax_scale)
-    band, causal_offset, local_offset = _band(0, 0, causal, window_size)    # relative to each diagonal
+    band, causal_offset, local_offset = window_mask(0, 0, causal, window_size)    # relative to each diagonal
     out, lse = ops.varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, int(max_seqlen_q),
                                     int(max_seqlen_k), scale, band, causal_offset, local_offset, float(softcap),
                                     learnable_sink, deterministic, backend)
     return (out, lse) if return_lse else out
 
 
-def _band(seqlen_q: int, seqlen_k: int, causal: bool, window_size) -> tuple[bool, int, int | None]:
+def window_mask(seqlen_q: int, seqlen_k: int, causal: bool, window_size) -> tuple[bool, int, int | None]:
     """flash_attn's (causal, window_size) as the ops take the mask: (causal, causal_offset,
     local_offset), key j visible to query i iff (not causal or j <= i + causal_offset) and
     (local_offset is None or j >= i + local_offset); both edges relative to the bottom-right

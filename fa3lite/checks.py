@@ -59,7 +59,7 @@ def raise_if_any(problems: list[str], where: str) -> None:
         raise InputError(f"{where}: {len(problems)} problem(s):\n{lines}")
 
 
-def _type_name(x) -> str:
+def type_name(x) -> str:
     return type(x).__name__
 
 
@@ -76,7 +76,7 @@ def backend_problems(backend) -> list[str]:
 
 def flag_problems(**flags) -> list[str]:
     """Problems with boolean keyword arguments (``name=value`` pairs)."""
-    return [f"{name}: expected a bool, got {value!r} ({_type_name(value)})"
+    return [f"{name}: expected a bool, got {value!r} ({type_name(value)})"
             for name, value in flags.items() if not isinstance(value, bool)]
 
 
@@ -86,7 +86,7 @@ def scale_problems(name: str, scale) -> list[str]:
     if scale is None:
         return []
     if isinstance(scale, bool) or not isinstance(scale, (int, float, torch.SymInt, torch.SymFloat)):
-        return [f"{name}: expected None or a finite real number, got {scale!r} ({_type_name(scale)})"]
+        return [f"{name}: expected None or a finite real number, got {scale!r} ({type_name(scale)})"]
     if isinstance(scale, (int, float)) and not math.isfinite(scale):
         return [f"{name}: expected None or a finite real number, got {scale!r}"]
     if isinstance(scale, (int, float)) and abs(scale) > MAX_SCALE:
@@ -111,7 +111,7 @@ def attention_problems(q, k, v, names: tuple[str, str, str] = ("q", "k", "v"),
     tensors = {}  # name -> tensor, for the arguments that are tensors
     for name, t in zip(names, (q, k, v)):
         if not isinstance(t, torch.Tensor):
-            problems.append(f"{name}: expected a torch.Tensor, got {_type_name(t)}")
+            problems.append(f"{name}: expected a torch.Tensor, got {type_name(t)}")
             continue
         tensors[name] = t
         if t.dim() != 4:
@@ -161,7 +161,7 @@ def sdpa_problems(query, key, value, dropout_p, is_causal, scale, enable_gqa) ->
     fa3lite does not reproduce); such calls go to torch unchanged. Expects 4-D (B, H, S, D) tensors."""
     problems = flag_problems(is_causal=is_causal, enable_gqa=enable_gqa) + scale_problems("scale", scale)
     if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
-        problems.append(f"dropout_p: expected a float, got {dropout_p!r} ({_type_name(dropout_p)})")
+        problems.append(f"dropout_p: expected a float, got {dropout_p!r} ({type_name(dropout_p)})")
     problems += attention_problems(query, key, value, ("query", "key", "value"), layout="bhsd")
     if not problems and enable_gqa is False and key.shape[1] != query.shape[1]:
         problems.append(f"key.shape[1] (nheads): expected query's {query.shape[1]} heads "
@@ -173,7 +173,7 @@ def softcap_problems(softcap) -> list[str]:
     """softcap: a finite real number >= 0 (0 = off). A symbolic value (torch.compile) is checked where
     it becomes concrete (the op's own checks)."""
     if isinstance(softcap, bool) or not isinstance(softcap, (int, float, torch.SymInt, torch.SymFloat)):
-        return [f"softcap: expected a finite real number >= 0 (0 = off), got {softcap!r} ({_type_name(softcap)})"]
+        return [f"softcap: expected a finite real number >= 0 (0 = off), got {softcap!r} ({type_name(softcap)})"]
     if torch.compiler.is_compiling():
         return []      # dynamo traces float arguments symbolically; fa3lite::fwd checks the value
     if not (math.isfinite(softcap) and softcap >= 0):
@@ -196,7 +196,7 @@ def sink_problems(sink, q, name: str = "learnable_sink") -> list[str]:
     if sink is None:
         return []
     if not isinstance(sink, torch.Tensor):
-        return [f"{name}: expected None or a torch.Tensor of shape (nheads_q,), got {_type_name(sink)}"]
+        return [f"{name}: expected None or a torch.Tensor of shape (nheads_q,), got {type_name(sink)}"]
     problems = []
     heads = q.shape[2] if isinstance(q, torch.Tensor) and q.dim() == 4 else None
     if sink.dim() != 1 or (heads is not None and sink.shape[0] != heads):
@@ -231,7 +231,7 @@ def varlen_problems(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqle
     batch = None
     for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
         if not isinstance(t, torch.Tensor):
-            problems.append(f"{name}: expected an int32 torch.Tensor of shape (batch + 1,), got {_type_name(t)}")
+            problems.append(f"{name}: expected an int32 torch.Tensor of shape (batch + 1,), got {type_name(t)}")
             continue
         if t.dtype != torch.int32 or t.dim() != 1 or t.shape[0] < 1:
             problems.append(f"{name}: expected an int32 tensor of shape (batch + 1,), got {t.dtype} {_shape(t)}")
@@ -246,7 +246,7 @@ def varlen_problems(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqle
             continue
         if not isinstance(t, torch.Tensor) or t.dtype != torch.int32 or t.dim() != 1 or (
                 batch is not None and t.shape[0] != batch):
-            got = f"{t.dtype} {_shape(t)}" if isinstance(t, torch.Tensor) else _type_name(t)
+            got = f"{t.dtype} {_shape(t)}" if isinstance(t, torch.Tensor) else type_name(t)
             problems.append(f"{name}: expected None or an int32 tensor of shape (batch,) = ({batch},), got {got}")
         elif device is not None and t.device != device:
             problems.append(f"{name}.device: expected q's device ({device}), got {t.device}")
@@ -283,7 +283,7 @@ def bwd_op_problems(dout, q, k, v, out, lse, softmax_scale, backend, softcap=0.0
     if not isinstance(q, torch.Tensor) or q.dim() != 4:
         for name, t in (("dout", dout), ("out", out), ("lse", lse)):
             if not isinstance(t, torch.Tensor):
-                problems.append(f"{name}: expected a torch.Tensor, got {_type_name(t)}")
+                problems.append(f"{name}: expected a torch.Tensor, got {type_name(t)}")
         return problems
     b, sq, hq, _ = q.shape
     dv = v.shape[3] if isinstance(v, torch.Tensor) and v.dim() == 4 else q.shape[3]
@@ -291,7 +291,7 @@ def bwd_op_problems(dout, q, k, v, out, lse, softmax_scale, backend, softcap=0.0
     for name, t, shape, dtype in (("dout", dout, o_shape, q.dtype), ("out", out, o_shape, q.dtype),
                                   ("lse", lse, (b, hq, sq), torch.float32)):
         if not isinstance(t, torch.Tensor):
-            problems.append(f"{name}: expected a torch.Tensor, got {_type_name(t)}")
+            problems.append(f"{name}: expected a torch.Tensor, got {type_name(t)}")
             continue
         if _shape(t) != shape:
             source = f"q's shape {_shape(q)}" + (f" and v's head dim {dv}" if dv != q.shape[3] else "")
@@ -308,7 +308,7 @@ def sdpa_unsupported(query, key, value, attn_mask, dropout_p, enable_gqa) -> lis
     reasons = []
     if attn_mask is not None:
         reasons.append(f"attn_mask: expected None for fa3lite (only is_causal masks), got "
-                       f"{_type_name(attn_mask)}")
+                       f"{type_name(attn_mask)}")
     if isinstance(dropout_p, (int, float)) and not isinstance(dropout_p, bool) and dropout_p != 0:
         reasons.append(f"dropout_p: expected 0.0 for fa3lite, got {dropout_p}")
     ranks = {t.dim() for t in (query, key, value) if isinstance(t, torch.Tensor)}

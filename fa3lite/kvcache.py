@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from . import checks, ops, rotary
-from .api import _band
+from .api import window_mask
 
 _INDEX_DTYPES = (torch.int32, torch.int64)
 
@@ -118,7 +118,7 @@ def _run(q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, leftpad,
     used_k = (total - start).clamp(min=0).to(torch.int32)
     cu_q = torch.arange(0, (b + 1) * sq, sq, dtype=torch.int32, device=dev)
     scale = d ** -0.5 if softmax_scale is None else float(softmax_scale)
-    band, causal_offset, local_offset = _band(0, 0, causal, window_size)
+    band, causal_offset, local_offset = window_mask(0, 0, causal, window_size)
     out, lse = ops.varlen_attention(q.reshape(b * sq, hq, d), keys[0], keys[1], cu_q, cu_k, None, used_k, sq,
                                     rows_per_seq, scale, band, causal_offset, local_offset, float(softcap), None,
                                     False, backend)
@@ -162,7 +162,7 @@ def _problems(q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, lef
     tensors = {"q": q, "k_cache": k_cache, "v_cache": v_cache}
     for name, t in tensors.items():
         if not isinstance(t, torch.Tensor):
-            problems.append(f"{name}: expected a torch.Tensor, got {checks._type_name(t)}")
+            problems.append(f"{name}: expected a torch.Tensor, got {checks.type_name(t)}")
         elif t.dim() != 4:
             problems.append(f"{name}.dim(): expected 4 dimensions, got {t.dim()} with shape {tuple(t.shape)}")
     if problems:
@@ -220,7 +220,7 @@ def _problems(q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, lef
     if cache_seqlens is not None:
         if isinstance(cache_seqlens, bool) or not isinstance(cache_seqlens, (int, torch.Tensor)):
             problems.append(f"cache_seqlens: expected None, an int or an int32 tensor (batch,), got "
-                            f"{checks._type_name(cache_seqlens)}")
+                            f"{checks.type_name(cache_seqlens)}")
         elif isinstance(cache_seqlens, int):
             if not 0 <= cache_seqlens <= capacity - s_new:
                 problems.append(f"cache_seqlens: expected an int in [0, {capacity - s_new}] (the cache holds "
@@ -249,4 +249,4 @@ def _problems(q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, lef
 def _describe(t) -> str:
     if isinstance(t, torch.Tensor):
         return f"{t.dtype} {tuple(t.shape)} on {t.device}"
-    return checks._type_name(t)
+    return checks.type_name(t)
