@@ -46,6 +46,7 @@ class Options:
     odd_check: bool
     plots: bool
     features: bool = True
+    decode: str | None = None  # the decode preset of a --decode run (decode_cases.DECODE_PRESETS), else None
 
 
 def _list_of(parse):
@@ -81,6 +82,7 @@ def _causal(text: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .decode_impls import DECODE_IMPL_NAMES
     from .impls import DETERMINISTIC_IMPL, IMPL_NAMES
 
     p = argparse.ArgumentParser(
@@ -96,6 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
             "sliding window at 16k, and packed varlen batches (causal and full) beside the dense kernel "
             "at equal tokens, with FA4 as the peer. "
             "Writes table.txt, results.csv, results.json and plot_<mode>.png to --out. "
+            "With --decode: the decode grid instead (flash_attn_with_kvcache against SDPA on the cache "
+            "slice, cuDNN and FA4; Sq 1 and 4, B 1/8/64, cache 1k-128k, Hq/Hk 32/8 and 64/8, d=128, "
+            "contiguous and paged 16/64/256; --quick or --decode-quick: Sq=1, B 1 and 8, caches 8k and "
+            "128k, Hq/Hk 32/8, contiguous and paged 64): K/V GB/s and their fraction of the device's copy "
+            "bandwidth, table.txt and results.json only; --dtype, --impl, --reps, --warmup, --time-budget, "
+            "--out and --no-host-time apply, the grid's axis filters do not. "
             f"Exit status: {EXIT_OK} done, {EXIT_FA3LITE_WRONG} fa3lite wrong somewhere, "
             f"{EXIT_NO_HOPPER} no Hopper GPU (only the CPU reference self-check ran), "
             f"{EXIT_INTERRUPTED} interrupted (files hold what was measured)."
@@ -118,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=grid.DTYPES, default="bf16")
     p.add_argument("--impl", action="append", type=_list_of(_impl_name), metavar="NAME[,NAME]",
                    help=f"implementations to run, from {', '.join(IMPL_NAMES)} "
-                        f"(default all but {DETERMINISTIC_IMPL})")
+                        f"(default all but {DETERMINISTIC_IMPL}); with --decode from "
+                        f"{', '.join(DECODE_IMPL_NAMES)} (default all)")
     p.add_argument("--deterministic", action="store_true",
                    help=f"also run fa3lite with its deterministic backward ({DETERMINISTIC_IMPL}), "
                         "next to the default one")
@@ -141,6 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", dest="plots", action="store_false", help="write no PNG plots")
     p.add_argument("--no-features", dest="features", action="store_false",
                    help="skip the feature rows (4k sliding window at 16k, packed varlen batches) after the grid")
+    p.add_argument("--decode", action="store_true",
+                   help="run the decode grid (KV-cache decode steps, K/V bandwidth) instead of the dense grid "
+                        "and feature rows; with --quick its small preset")
+    p.add_argument("--decode-quick", action="store_true", help="--decode --quick: the decode grid's small preset")
     return p
 
 
@@ -168,16 +181,33 @@ def parse_args(argv=None) -> Options:
     if a.time_budget is not None and a.time_budget <= 0:
         p.error(f"--time-budget: expected a positive number of seconds, got {a.time_budget}")
     impls = _flatten(a.impl)
+    decode = _decode_preset(a)
     if a.deterministic:
+        if decode:
+            p.error("--deterministic: the decode grid runs no backward")
         impls = with_deterministic(impls)
     try:
         spec = grid.make_spec(a.preset, _flatten(a.head_dim), a.causal, _flatten(a.seqlen),
                               _flatten(a.mode), a.dtype, a.tokens, a.width)
-        select_impls(impls)
+        if decode:
+            from .decode_impls import select_decode_impls
+
+            select_decode_impls(impls)
+        else:
+            select_impls(impls)
     except ValueError as exc:
         p.error(str(exc))
     return Options(spec, a.preset, impls, a.out, a.reps, a.warmup, a.time_budget, a.host_time,
-                   a.compile_time, a.compile_timeout, a.odd_check, a.plots, a.features)
+                   a.compile_time, a.compile_timeout, a.odd_check, a.plots, a.features, decode)
+
+
+def _decode_preset(a) -> str | None:
+    """The decode preset the arguments ask for: None without --decode / --decode-quick."""
+    from .decode_cases import PRESET_DECODE_FULL, PRESET_DECODE_QUICK
+
+    if not (a.decode or a.decode_quick):
+        return None
+    return PRESET_DECODE_QUICK if a.decode_quick or a.preset == grid.PRESET_QUICK else PRESET_DECODE_FULL
 
 
 def main(argv=None) -> int:
@@ -200,6 +230,10 @@ def main(argv=None) -> int:
 
 
 def _run_on_gpu(opts: Options, check, t0: float) -> int:
+    if opts.decode:
+        from .decode_run import run_decode
+
+        return run_decode(opts, check, t0)
     cache_dir = None
     if opts.compile_time and not (opts.impls and "fa3lite" not in opts.impls):
         # Set before anything imports fa3lite's runtime: the children time a cold compile here, and

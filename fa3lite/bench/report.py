@@ -4,6 +4,7 @@ Table cells read "TFLOP/s ratio" where ratio = TFLOP/s / cuDNN's TFLOP/s on the 
 or a status word when the implementation was not timed there. The feature rows (feature_cases.py) get
 their own table: TFLOP/s per implementation, fa3lite's ratio to the best peer that ran, and for
 varlen fa3lite's ratio to its dense comparator; in results.json under "features" (not in the CSV).
+A --decode run's table and rows come from decode_report.py ("decode" in results.json).
 """
 from __future__ import annotations
 
@@ -13,16 +14,16 @@ from collections import defaultdict
 from dataclasses import asdict
 from pathlib import Path
 
+from .decode_report import decode_rows, format_decode
 from .feature_cases import DENSE, NO_WINDOW, VARLEN
 from .impls import BASELINE, FA3LITE_IMPLS
-from .results import ABSENT, OK, OOM, SKIPPED, UNSUPPORTED, WRONG, BenchRun, feature_row, measurement_row
+from .results import ABSENT, OK, SKIPPED, STATUS_WORDS, BenchRun, feature_row, measurement_row
 
 META_COLUMNS = ("device", "driver", "torch", "cuda", "cudnn", "fa3lite_commit", "fa3lite_source_hash")
 CSV_COLUMNS = (
     "impl", "head_dim", "mask", "seqlen", "batch", "heads", "dtype", "mode", "status",
     "ms_median", "ms_p20", "ms_p80", "reps", "gflop", "tflops", "ratio_cudnn", "reason", "deterministic",
 ) + META_COLUMNS
-STATUS_WORDS = {WRONG: "WRONG", UNSUPPORTED: "unsup", ABSENT: "absent", OOM: "OOM", SKIPPED: "skip"}
 COL_WIDTH = 11
 MODE_LABELS = {"fwd": "fwd", "bwd": "bwd", "fwdbwd": "fwd+bwd"}
 
@@ -172,15 +173,26 @@ def format_report(run: BenchRun, labels: dict[str, str], host_shape: str) -> str
         f"torch {m.get('torch')}, CUDA {m.get('cuda')}, cuDNN {m.get('cudnn')}",
         f"fa3lite {m.get('fa3lite_version')} commit {m.get('fa3lite_commit')} source {m.get('fa3lite_source_hash')}"
         f"  {m.get('date_utc')}",
-        f"{cfg.get('dtype')}, {cfg.get('tokens')} tokens per batch, width {cfg.get('width')} (H = width/d), "
-        f"median of {cfg.get('reps')} reps; TFLOP/s and ratio to SDPA cuDNN "
-        "(FLOPs 4*B*H*S*S*d, /2 causal, x2.5 bwd)",
-        "Each call timed between CUDA events with the host queued ahead, inputs rotated past L2, as in "
-        "training (inputs require grad); a call whose host work outlasts its GPU work is timed host-bound.",
     ]
+    decode_run = bool(cfg.get("decode"))
+    if decode_run:
+        header.append(f"decode grid ({cfg.get('decode')}), {cfg.get('dtype')}, median of {cfg.get('reps')} reps; "
+                      "each call timed between CUDA events with the host queued ahead, inputs rotated past L2")
+    else:
+        header += [
+            f"{cfg.get('dtype')}, {cfg.get('tokens')} tokens per batch, width {cfg.get('width')} (H = width/d), "
+            f"median of {cfg.get('reps')} reps; TFLOP/s and ratio to SDPA cuDNN "
+            "(FLOPs 4*B*H*S*S*d, /2 causal, x2.5 bwd)",
+            "Each call timed between CUDA events with the host queued ahead, inputs rotated past L2, as in "
+            "training (inputs require grad); a call whose host work outlasts its GPU work is timed host-bound.",
+        ]
     if not run.complete:
         header.append("INCOMPLETE RUN: stopped early; cells not reached are missing or marked skip")
-    parts = ["\n".join(header), format_table(run, labels)]
+    parts = ["\n".join(header)]
+    if decode_run:
+        parts.append(format_decode(run, labels))
+    else:
+        parts.append(format_table(run, labels))
     untimed = format_untimed(run, labels)
     if untimed:
         parts.append("Not timed:\n" + untimed)
@@ -300,7 +312,9 @@ def write_csv(path: Path, run: BenchRun) -> None:
 
 
 def to_json(run: BenchRun) -> dict:
-    return {
+    """Everything of the run; a --decode run (config "decode") adds "decode" (decode_report.decode_rows)
+    and "copy_bandwidth_gbs"."""
+    data = {
         "meta": run.meta,
         "config": run.config,
         "complete": run.complete,
@@ -314,6 +328,10 @@ def to_json(run: BenchRun) -> dict:
         "compile_time": [asdict(c) for c in run.compile_times],
         "notes": run.notes,
     }
+    if run.config.get("decode"):
+        data["decode"] = decode_rows(run)
+        data["copy_bandwidth_gbs"] = run.copy_bandwidth_gbs
+    return data
 
 
 def write_json(path: Path, run: BenchRun) -> None:

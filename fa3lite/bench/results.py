@@ -1,9 +1,11 @@
 """What a benchmark run produces: one record per (implementation, cell, mode), one per
-(implementation, feature case, mode), and the side tables."""
+(implementation, feature case, mode), one per (implementation, decode case) in a --decode run, and
+the side tables."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .decode_cases import DecodeCase, achieved_gbs
 from .feature_cases import FeatureCase
 from .flops import cell_flops, tflops
 from .grid import Cell
@@ -16,6 +18,7 @@ ABSENT = "absent"
 OOM = "oom"
 SKIPPED = "skipped"
 STATUSES = (OK, WRONG, UNSUPPORTED, ABSENT, OOM, SKIPPED)
+STATUS_WORDS = {WRONG: "WRONG", UNSUPPORTED: "unsup", ABSENT: "absent", OOM: "OOM", SKIPPED: "skip"}  # in tables
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,25 @@ class FeatureMeasurement:
 
 
 @dataclass(frozen=True)
+class DecodeMeasurement:
+    """One implementation on one decode case (decode_cases.DecodeCase), a forward without grad;
+    stats only when status is OK; gbs: the case's K/V bytes over the median time."""
+
+    impl: str
+    case: DecodeCase
+    status: str
+    stats: Stats | None = None
+    reason: str = ""
+
+    def __post_init__(self):
+        _check_status(self.status, self.stats)
+
+    @property
+    def gbs(self) -> float | None:
+        return achieved_gbs(self.case.kv_bytes, self.stats.median) if self.stats else None
+
+
+@dataclass(frozen=True)
 class HostTime:
     """Host microseconds per call at the tiny shape (issue only, and issue + GPU).
 
@@ -133,6 +155,8 @@ class BenchRun:
     absent: dict[str, str] = field(default_factory=dict)
     measurements: list[Measurement] = field(default_factory=list)
     features: list[FeatureMeasurement] = field(default_factory=list)
+    decode: list[DecodeMeasurement] = field(default_factory=list)
+    copy_bandwidth_gbs: float | None = None  # a --decode run's device copy, bytes read + written
     checks: list[CheckRecord] = field(default_factory=list)
     host_times: list[HostTime] = field(default_factory=list)
     compile_times: list[CompileTime] = field(default_factory=list)
@@ -194,3 +218,30 @@ def feature_row(m: FeatureMeasurement) -> dict:
         "dtype": c.dtype,
     }
     return row | _timing_fields(m)
+
+
+def decode_row(m: DecodeMeasurement) -> dict:
+    """Flat dict of one decode measurement (no copy fraction or ratios: those need the run's copy
+    bandwidth and the other rows). page_size is None for a contiguous cache; kv_bytes counts K and V
+    only."""
+    c = m.case
+    return {
+        "impl": m.impl,
+        "sq": c.sq,
+        "batch": c.batch,
+        "cache_len": c.cache_len,
+        "heads_q": c.heads_q,
+        "heads_kv": c.heads_kv,
+        "head_dim": c.head_dim,
+        "layout": "paged" if c.paged else "contiguous",
+        "page_size": c.page_size if c.paged else None,
+        "dtype": c.dtype,
+        "status": m.status,
+        "ms_median": m.stats.median if m.stats else None,
+        "ms_p20": m.stats.p20 if m.stats else None,
+        "ms_p80": m.stats.p80 if m.stats else None,
+        "reps": m.stats.reps if m.stats else None,
+        "kv_bytes": c.kv_bytes,
+        "gbs": m.gbs,
+        "reason": m.reason,
+    }
