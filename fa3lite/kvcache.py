@@ -12,10 +12,11 @@ query rows (B * Sq, Hq, D); keys read in place from the cache viewed as (B_cache
 sequence b starting at row cache_batch_idx[b] * S_cache + cache_leftpad[b] and using seqused_k[b]
 rows. A paged cache is first gathered per batch row into a contiguous (B, pages * page_size, Hk, D)
 copy (one read and one write of the pages in use; a kernel reading pages in place is open work,
-issue 13), and decode steps (Sq = 1) run the training kernel's 128-row query tiles without splitting
-the keys across CTAs: num_splits and pack_gqa are accepted for compatibility and do not change the
-result. Nothing reads device values on the host, so the call can be captured in a CUDA graph and
-traced by torch.compile.
+issue 13). With GQA, where every query row sees the same keys (one query row, or no mask), the query
+heads that share a K/V head are packed into the rows of one head (pack_gqa), so each K/V row is read
+once per K/V head, not once per query head. The keys are not split across CTAs yet (num_splits is
+accepted and does not change the result). Nothing reads device values on the host, so the call can
+be captured in a CUDA graph and traced by torch.compile.
 """
 from __future__ import annotations
 
@@ -55,7 +56,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         page_table: None or int32 (B, pages): the pages of each batch row, in order.
         softmax_scale, causal, window_size, softcap, backend: as in flash_attn_func.
         rotary_interleaved: pairs (2i, 2i + 1) when True (GPT-J), (i, i + rotary_dim / 2) when False.
-        num_splits, pack_gqa: accepted (an int >= 0, None or a bool); the current path does neither.
+        num_splits: an int >= 0, accepted; the keys are not split across CTAs yet.
+        pack_gqa: None or True packs the query heads of each K/V head into one head's rows where that
+            gives the same result (GQA, no window, causal only with one query row); False never.
         return_softmax_lse: also return lse (B, Hq, Sq) float32, natural log.
 
     Returns:
@@ -75,11 +78,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     with torch.no_grad():
         return _run(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
                     cache_leftpad, page_table, softmax_scale, causal, window_size, softcap, rotary_interleaved,
-                    return_softmax_lse, backend)
+                    pack_gqa, return_softmax_lse, backend)
 
 
 def _run(q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, leftpad, page_table, softmax_scale,
-         causal, window_size, softcap, interleaved, return_lse, backend):
+         causal, window_size, softcap, interleaved, pack_gqa, return_lse, backend):
     b, sq, hq, d = q.shape
     paged = page_table is not None
     rows_per_seq = page_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1]
@@ -116,14 +119,46 @@ def _run(q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, leftpad,
     # sequence's length from it); it only completes the (B + 1,) shape the varlen path expects.
     cu_k = torch.cat((first, first.new_full((1,), keys[0].shape[0]))).to(torch.int32)
     used_k = (total - start).clamp(min=0).to(torch.int32)
-    cu_q = torch.arange(0, (b + 1) * sq, sq, dtype=torch.int32, device=dev)
     scale = d ** -0.5 if softmax_scale is None else float(softmax_scale)
+    group = hq // k_cache.shape[2]
+    if _packs(pack_gqa, group, sq, causal, window_size):
+        return _packed_gqa(q, keys, cu_k, used_k, rows_per_seq, scale, softcap, group, return_lse, backend)
+    cu_q = torch.arange(0, (b + 1) * sq, sq, dtype=torch.int32, device=dev)
     band, causal_offset, local_offset = window_mask(0, 0, causal, window_size)
     out, lse = ops.varlen_attention(q.reshape(b * sq, hq, d), keys[0], keys[1], cu_q, cu_k, None, used_k, sq,
                                     rows_per_seq, scale, band, causal_offset, local_offset, float(softcap), None,
                                     False, backend)
     out = out.view(b, sq, hq, out.shape[-1])
     return (out, lse.view(hq, b, sq).permute(1, 0, 2).contiguous()) if return_lse else out
+
+
+def _packs(pack_gqa, group: int, sq: int, causal: bool, window_size) -> bool:
+    """Whether the query heads that share a K/V head run as rows of one head (pack_gqa None or True;
+    False never packs). Only where it gives the same result: every packed row must see the same keys,
+    so no window, and causal only with one query row (which sees every key, bottom-right aligned)."""
+    return (pack_gqa is not False and group > 1 and tuple(window_size) == (-1, -1)
+            and (sq == 1 or not causal))
+
+
+def _packed_gqa(q, keys, cu_k, used_k, rows_per_seq: int, scale: float, softcap: float, group: int,
+                return_lse: bool, backend: str):
+    """Attention with the `group` query heads of each K/V head packed into the query rows of one head:
+    q (B, Sq, Hk * group, D) -> rows (B * group * Sq, Hk, D), sequence b owning rows [b, b + 1) *
+    group * Sq; unmasked (see _packs). A decode step then reads each K/V row once per K/V head
+    instead of once per query head. Returns out (B, Sq, Hq, Dv) (and lse (B, Hq, Sq))."""
+    b, sq, hq, d = q.shape
+    hk = hq // group
+    rows = group * sq
+    # query head h reads K/V head h // group: (B, Sq, Hk, group, D) -> (B, group, Sq, Hk, D)
+    packed = q.view(b, sq, hk, group, d).permute(0, 3, 1, 2, 4).reshape(b * rows, hk, d)
+    cu_q = torch.arange(0, (b + 1) * rows, rows, dtype=torch.int32, device=q.device)
+    out, lse = ops.varlen_attention(packed, keys[0], keys[1], cu_q, cu_k, None, used_k, rows, rows_per_seq, scale,
+                                    False, 0, None, float(softcap), None, False, backend)
+    dv = out.shape[-1]
+    out = out.view(b, group, sq, hk, dv).permute(0, 2, 3, 1, 4).reshape(b, sq, hq, dv)
+    if not return_lse:
+        return out
+    return out, lse.view(hk, b, group, sq).permute(1, 0, 2, 3).reshape(b, hq, sq)
 
 
 def _positions(first: torch.Tensor, count: int, limit: int, same: bool = False) -> torch.Tensor:

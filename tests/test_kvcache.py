@@ -177,6 +177,28 @@ def test_matches_reference(case, seqlens_kind):
     torch.testing.assert_close(lse, want_lse.float() if lse.dtype == torch.float32 else want_lse)
 
 
+@pytest.mark.parametrize("case", [dict(sq=1, causal=True), dict(sq=3), dict(sq=1, paged=(3, 4), softcap=2.0),
+                                  dict(sq=2, causal=True), dict(sq=1, causal=True, window_size=(4, -1))], ids=str)
+def test_pack_gqa_gives_the_unpacked_result(case):
+    """The packed path (query heads of a K/V head as rows of one head) where it applies, the plain
+    one elsewhere: pack_gqa None / True / False agree, out and lse, with NaN in unused rows."""
+    case = dict(case)
+    x = make(sq=case.pop("sq"), s_new=1, paged=case.pop("paged", None))
+    lengths = [0, 5, 11]
+    fill(x, x["page_table"], lengths)
+    seqlens = torch.tensor(lengths, dtype=torch.int32)
+    results = []
+    for pack in (False, None, True):
+        kc, vc = x["k_cache"].clone(), x["v_cache"].clone()
+        results.append(fa3lite.flash_attn_with_kvcache(
+            x["q"], kc, vc, x["k"], x["v"], cache_seqlens=seqlens, page_table=x["page_table"], pack_gqa=pack,
+            return_softmax_lse=True, backend="torch", **case))
+    for out, lse in results[1:]:
+        assert out.shape == results[0][0].shape and lse.shape == results[0][1].shape
+        torch.testing.assert_close(out, results[0][0])
+        torch.testing.assert_close(lse, results[0][1])
+
+
 def test_out_of_range_tensor_positions_stay_in_bounds():
     """A tensor cache_seqlens is not read on the host: appends past the capacity land on the last row
     of the sequence's own cache row, never on another's."""

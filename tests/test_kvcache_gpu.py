@@ -129,3 +129,17 @@ def test_torch_compile():
     assert torch.equal(got, eager)
     assert torch.equal(k1.nan_to_num(7.0), x["k_cache"].nan_to_num(7.0))
     assert not math.isnan(got.float().sum().item())
+
+
+@pytest.mark.parametrize("sq, causal", [(1, True), (3, False)])
+def test_pack_gqa_matches_unpacked(sq, causal):
+    """Decode with the query heads of each K/V head packed into one head's rows (the default where it
+    applies) against pack_gqa=False, on the kernels."""
+    x = inputs(torch.bfloat16, sq=sq, s_new=0)
+    fill(x, None, [700, 1, 333, 0])
+    seqlens = torch.tensor([700, 1, 333], dtype=torch.int32, device="cuda")
+    got = [fa3lite.flash_attn_with_kvcache(x["q"], x["k_cache"], x["v_cache"], cache_seqlens=seqlens, causal=causal,
+                                           pack_gqa=pack, return_softmax_lse=True, backend="fa3lite")
+           for pack in (False, None)]
+    torch.testing.assert_close(got[1][0], got[0][0])
+    torch.testing.assert_close(got[1][1], got[0][1])
