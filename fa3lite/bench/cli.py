@@ -254,7 +254,7 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
     from .envinfo import collect_env
     from .impls import FA3LITE_IMPLS, select_impls
     from .plots import matplotlib_missing, write_plots
-    from .progress import Progress
+    from .progress import run_tracked
     from .results import WRONG, BenchRun, measurement_row
     from .runner import HOST_SHAPE, TIME_BUDGET_REASON, GridRunner
     from .timing import CudaTimer, l2_bytes
@@ -307,12 +307,9 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
         timer = CudaTimer(opts.warmup, opts.reps)
         runner = GridRunner(impls, spec, timer, "cuda", l2_bytes=l2_bytes(0), absent=absent,
                             deadline=deadline, odd_check=opts.odd_check, on_result=on_result)
-        progress = Progress(runner.work_weight(cells))
-        runner.progress = progress
         try:
-            run.measurements = runner.run(cells)
+            run.measurements = run_tracked(runner, cells)
         finally:
-            progress.close()
             run.checks = runner.checks
             if runner.wall_s:
                 run.notes.append("wall time per implementation over the grid (checks, compiles, timing): "
@@ -358,7 +355,7 @@ def _run_features(run, impls, spec, timer, absent, deadline, fatal) -> None:
     (what finished is kept when interrupted)."""
     from .feature_cases import build_feature_cases
     from .features import FeatureRunner
-    from .progress import Progress
+    from .progress import run_tracked
     from .timing import l2_bytes
 
     cases = build_feature_cases(spec)
@@ -366,12 +363,9 @@ def _run_features(run, impls, spec, timer, absent, deadline, fatal) -> None:
                            deadline=deadline, fatal=fatal)
     print(f"feature rows: {len(cases)} cases (sliding window, varlen, dense at equal tokens)", file=sys.stderr,
           flush=True)
-    progress = Progress(runner.work_weight(cases))
-    runner.progress = progress
     try:
-        runner.run(cases)
+        run_tracked(runner, cases)
     finally:
-        progress.close()
         run.features = list(runner.rows)
         run.checks = list(run.checks) + runner.checks
 

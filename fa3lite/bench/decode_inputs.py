@@ -7,13 +7,12 @@ that assumed they were would read another sequence's rows and fail the check.
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import torch
 
 from .decode_cases import DecodeCase
-from .reference import TORCH_DTYPES, masked_attention_math, visible_mask
+from .reference import TORCH_DTYPES, masked_attention_math, no_tf32, visible_mask
 
 
 @dataclass(frozen=True)
@@ -114,17 +113,6 @@ def decode_reference(case: DecodeCase, inputs: DecodeInputs, dtype=torch.float32
     k, v = (logical_kv(case, c, inputs.page_table).to(dtype).transpose(1, 2).repeat_interleave(group, dim=1)
             for c in (inputs.k_cache, inputs.v_cache))          # (B, Hq, L, d)
     visible = visible_mask(case.sq, case.cache_len, True, device=q.device)
-    with _full_fp32():
+    with no_tf32():
         out = masked_attention_math(q, k, v, case.head_dim ** -0.5, visible)
     return out.transpose(1, 2).float()
-
-
-@contextlib.contextmanager
-def _full_fp32():
-    """fp32 matmuls without TF32 (a 10-bit mantissa would make the reference barely better than bf16)."""
-    saved = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = saved

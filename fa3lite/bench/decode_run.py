@@ -14,7 +14,7 @@ from .decode import DecodeRunner, measure_copy_bandwidth
 from .decode_cases import DecodeCase, build_decode_cases, make_decode_spec
 from .decode_impls import DECODE_FA3LITE_IMPLS, select_decode_impls
 from .envinfo import collect_env
-from .progress import Progress
+from .progress import run_tracked
 from .results import WRONG, BenchRun
 from .runner import TIME_BUDGET_REASON, exception_reason
 
@@ -57,12 +57,9 @@ def run_decode(opts, check, t0: float, device: str = "cuda") -> int:
             run.copy_bandwidth_gbs = measure_copy_bandwidth(timer, device)
         except Exception as exc:
             run.notes.append("copy bandwidth not measured: " + exception_reason(exc))
-        progress = Progress(runner.work_weight(cases))
-        runner.progress = progress
         try:
-            runner.run(cases)
+            run_tracked(runner, cases)
         finally:
-            progress.close()
             run.decode = list(runner.rows)
         if opts.host_time:
             run.host_times = runner.host_times()

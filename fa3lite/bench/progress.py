@@ -53,3 +53,14 @@ class Progress:
 def _mmss(seconds: float) -> str:
     seconds = max(0, int(seconds))
     return f"{seconds // 60:d}:{seconds % 60:02d}"
+
+
+def run_tracked(runner, items):
+    """runner.run(items) with a Progress over runner.work_weight(items) set as runner.progress, closed
+    however the run ends; returns what run returns."""
+    progress = Progress(runner.work_weight(items))
+    runner.progress = progress
+    try:
+        return runner.run(items)
+    finally:
+        progress.close()

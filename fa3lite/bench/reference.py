@@ -125,7 +125,7 @@ def head_reference(q, k, v, dout, b: int, h: int, scale: float, causal: bool, ca
 
 
 @contextlib.contextmanager
-def _no_tf32():
+def no_tf32():
     """fp32 matmuls in full fp32: TF32 (10-bit mantissa) would make the reference barely better
     than bf16."""
     saved = torch.backends.cuda.matmul.allow_tf32
@@ -138,7 +138,7 @@ def _no_tf32():
 
 def _head_math(q, k, v, dout, b, h, scale, causal, causal_offset, grads, dtype):
     x, y, z = (t[b, :, h, :].detach().to(dtype).requires_grad_(grads) for t in (q, k, v))
-    with torch.enable_grad(), _no_tf32():
+    with torch.enable_grad(), no_tf32():
         out = attention_math(x, y, z, scale, causal, causal_offset)
         result = {"out": out.detach().float()}
         if grads:
@@ -159,7 +159,7 @@ def packed_reference(q, k, v, dout, seqlens, scale: float, causal: bool, window,
         raise ValueError(f"seqlens: expected lengths summing to q.shape[0] = {q.shape[0]}, got {sum(seqlens)}")
     x, y, z = (t.detach().to(dtype).requires_grad_(grads) for t in (q, k, v))
     outs, start = [], 0
-    with torch.enable_grad(), _no_tf32():
+    with torch.enable_grad(), no_tf32():
         for n in seqlens:
             rows = slice(start, start + n)
             start += n

@@ -21,8 +21,30 @@ STATUSES = (OK, WRONG, UNSUPPORTED, ABSENT, OOM, SKIPPED)
 STATUS_WORDS = {WRONG: "WRONG", UNSUPPORTED: "unsup", ABSENT: "absent", OOM: "OOM", SKIPPED: "skip"}  # in tables
 
 
+def _check_status(status: str, stats: Stats | None) -> None:
+    if status not in STATUSES:
+        raise ValueError(f"status: expected one of {STATUSES}, got {status!r}")
+    if (status == OK) != (stats is not None):
+        raise ValueError(f"stats: given exactly when status is ok (status {status!r})")
+
+
+class _Checked:
+    """Records with a status and stats: stats exactly when the status is OK."""
+
+    def __post_init__(self):
+        _check_status(self.status, self.stats)
+
+
+class _Timed(_Checked):
+    """Records that count FLOPs (a `flops` property): TFLOP/s of the median time."""
+
+    @property
+    def tflops(self) -> float | None:
+        return tflops(self.flops, self.stats.median) if self.stats else None
+
+
 @dataclass(frozen=True)
-class Measurement:
+class Measurement(_Timed):
     """One implementation on one cell in one mode; stats only when status is OK. deterministic: the
     implementation's Impl.deterministic (its backward is the deterministic one), None where it has none."""
 
@@ -34,27 +56,15 @@ class Measurement:
     reason: str = ""
     deterministic: bool | None = None
 
-    def __post_init__(self):
-        _check_status(self.status, self.stats)
-
     @property
     def flops(self) -> float:
         return cell_flops(self.cell, self.mode)
 
-    @property
-    def tflops(self) -> float | None:
-        return tflops(self.flops, self.stats.median) if self.stats else None
 
-
-def _check_status(status: str, stats: Stats | None) -> None:
-    if status not in STATUSES:
-        raise ValueError(f"status: expected one of {STATUSES}, got {status!r}")
-    if (status == OK) != (stats is not None):
-        raise ValueError(f"stats: given exactly when status is ok (status {status!r})")
 
 
 @dataclass(frozen=True)
-class FeatureMeasurement:
+class FeatureMeasurement(_Timed):
     """One implementation on one feature case (feature_cases.FeatureCase) in one mode; stats only
     when status is OK; flops counted on the pairs the case's mask leaves. deterministic as in
     Measurement."""
@@ -67,20 +77,13 @@ class FeatureMeasurement:
     reason: str = ""
     deterministic: bool | None = None
 
-    def __post_init__(self):
-        _check_status(self.status, self.stats)
-
     @property
     def flops(self) -> float:
         return self.case.flops(self.mode)
 
-    @property
-    def tflops(self) -> float | None:
-        return tflops(self.flops, self.stats.median) if self.stats else None
-
 
 @dataclass(frozen=True)
-class DecodeMeasurement:
+class DecodeMeasurement(_Checked):
     """One implementation on one decode case (decode_cases.DecodeCase), a forward without grad;
     stats only when status is OK; gbs: the case's K/V bytes over the median time."""
 
@@ -89,9 +92,6 @@ class DecodeMeasurement:
     status: str
     stats: Stats | None = None
     reason: str = ""
-
-    def __post_init__(self):
-        _check_status(self.status, self.stats)
 
     @property
     def gbs(self) -> float | None:
