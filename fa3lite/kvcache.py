@@ -14,8 +14,9 @@ rows. A paged cache is first gathered per batch row into a contiguous (B, pages 
 copy (one read and one write of the pages in use; a kernel reading pages in place is open work,
 issue 13). With GQA, where every query row sees the same keys (one query row, or no mask), the query
 heads that share a K/V head are packed into the rows of one head (pack_gqa), so each K/V row is read
-once per K/V head, not once per query head. The keys are not split across CTAs yet (num_splits is
-accepted and does not change the result). Nothing reads device values on the host, so the call can
+once per K/V head, not once per query head. Where a sequence's query rows fit one 64-row tile (a
+decode step), the split-KV kernel runs: each tile's keys shared over num_splits CTAs (0: chosen from
+the shape and SM count, fa3lite/hopper/splits.py), their partial results merged by a combine kernel. Nothing reads device values on the host, so the call can
 be captured in a CUDA graph and traced by torch.compile.
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ from . import checks, ops, rotary
 from .api import window_mask
 
 _INDEX_DTYPES = (torch.int32, torch.int64)
+DECODE_ROWS = 64    # query rows of the split kernel's tile (variants.split_tile)
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
@@ -56,7 +58,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         page_table: None or int32 (B, pages): the pages of each batch row, in order.
         softmax_scale, causal, window_size, softcap, backend: as in flash_attn_func.
         rotary_interleaved: pairs (2i, 2i + 1) when True (GPT-J), (i, i + rotary_dim / 2) when False.
-        num_splits: an int >= 0, accepted; the keys are not split across CTAs yet.
+        num_splits: 0 (chosen from the shape) or the number of CTAs that share one query tile's keys
+            (at most 128; 1: no split). The split kernel runs where a sequence's (packed) query rows fit
+            one 64-row tile, or with num_splits > 1.
         pack_gqa: None or True packs the query heads of each K/V head into one head's rows where that
             gives the same result (GQA, no window, causal only with one query row); False never.
         return_softmax_lse: also return lse (B, Hq, Sq) float32, natural log.
@@ -78,58 +82,109 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     with torch.no_grad():
         return _run(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
                     cache_leftpad, page_table, softmax_scale, causal, window_size, softcap, rotary_interleaved,
-                    pack_gqa, return_softmax_lse, backend)
+                    pack_gqa, return_softmax_lse, backend, num_splits)
 
 
 def _run(q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, leftpad, page_table, softmax_scale,
-         causal, window_size, softcap, interleaved, pack_gqa, return_lse, backend):
+         causal, window_size, softcap, interleaved, pack_gqa, return_lse, backend, num_splits):
     b, sq, hq, d = q.shape
     paged = page_table is not None
     rows_per_seq = page_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1]
     dev = q.device
     s_new = 0 if k is None else k.shape[1]
-    if cache_seqlens is None:   # (no append then: _problems asks for cache_seqlens with k and v)
-        end = torch.full((b,), rows_per_seq, dtype=torch.int64, device=dev)
-    elif isinstance(cache_seqlens, int):
-        end = torch.full((b,), cache_seqlens, dtype=torch.int64, device=dev)
-    else:
-        end = cache_seqlens.to(torch.int64)
-    start = torch.zeros_like(end) if leftpad is None else leftpad.to(torch.int64)
-    row = torch.arange(b, device=dev) if batch_idx is None else batch_idx.to(torch.int64)
-
-    if cos is not None:
-        logical = end - start    # the first appended row's position in its sequence
-        k = rotary.apply_rotary(k, cos, sin, _positions(logical, s_new, cos.shape[0]), interleaved)
-        # flash_attn's rule: queries of a causal or windowed call are the appended tokens themselves;
-        # otherwise every query sits at the append position.
-        same = not (causal or tuple(window_size) != (-1, -1))
-        q = rotary.apply_rotary(q, cos, sin, _positions(logical, sq, cos.shape[0], same), interleaved)
     if k is not None:
+        end = _ends(cache_seqlens, b, rows_per_seq, dev).to(torch.int64)
+        start = None if leftpad is None else leftpad.to(torch.int64)
+        if cos is not None:
+            logical = end if start is None else end - start   # the first appended row's position
+            k = rotary.apply_rotary(k, cos, sin, _positions(logical, s_new, cos.shape[0]), interleaved)
+            # flash_attn's rule: queries of a causal or windowed call are the appended tokens
+            # themselves; otherwise every query sits at the append position.
+            same = not (causal or tuple(window_size) != (-1, -1))
+            q = rotary.apply_rotary(q, cos, sin, _positions(logical, sq, cos.shape[0], same), interleaved)
+        row = _constant(("arange", b, 1), dev) if batch_idx is None else batch_idx.to(torch.int64)
         for cache, new in ((k_cache, k), (v_cache, v)):
             _append(cache, new, end, row, page_table)
 
-    total = end + s_new
     if paged:
         keys = [_gathered(c, page_table) for c in (k_cache, v_cache)]
-        first = torch.arange(b, device=dev) * rows_per_seq + start
     else:
         keys = [c.view(-1, *c.shape[2:]) for c in (k_cache, v_cache)]
-        first = row * rows_per_seq + start
-    # The last offset is never read when seqused_k is given (the kernels and the fallback take each
-    # sequence's length from it); it only completes the (B + 1,) shape the varlen path expects.
-    cu_k = torch.cat((first, first.new_full((1,), keys[0].shape[0]))).to(torch.int32)
-    used_k = (total - start).clamp(min=0).to(torch.int32)
+    cu_k, used_k = _key_rows(cache_seqlens, s_new, batch_idx if not paged else None, leftpad, b, rows_per_seq,
+                             keys[0].shape[0], dev)
     scale = d ** -0.5 if softmax_scale is None else float(softmax_scale)
     group = hq // k_cache.shape[2]
     if _packs(pack_gqa, group, sq, causal, window_size):
-        return _packed_gqa(q, keys, cu_k, used_k, rows_per_seq, scale, softcap, group, return_lse, backend)
-    cu_q = torch.arange(0, (b + 1) * sq, sq, dtype=torch.int32, device=dev)
+        return _packed_gqa(q, keys, cu_k, used_k, rows_per_seq, scale, softcap, group, return_lse, backend,
+                           _kernel_splits(num_splits, group * sq))
+    cu_q = _constant(("arange", b + 1, sq), dev, torch.int32)
     band, causal_offset, local_offset = window_mask(0, 0, causal, window_size)
     out, lse = ops.varlen_attention(q.reshape(b * sq, hq, d), keys[0], keys[1], cu_q, cu_k, None, used_k, sq,
                                     rows_per_seq, scale, band, causal_offset, local_offset, float(softcap), None,
-                                    False, backend)
+                                    False, backend, _kernel_splits(num_splits, sq))
     out = out.view(b, sq, hq, out.shape[-1])
     return (out, lse.view(hq, b, sq).permute(1, 0, 2).contiguous()) if return_lse else out
+
+
+def _ends(cache_seqlens, b: int, rows_per_seq: int, dev) -> torch.Tensor:
+    """(B,) where each sequence's cache ends before the append: the tensor itself, or a constant."""
+    if isinstance(cache_seqlens, torch.Tensor):
+        return cache_seqlens
+    return _constant(("full", b, rows_per_seq if cache_seqlens is None else cache_seqlens), dev, torch.int32)
+
+
+def _key_rows(cache_seqlens, s_new: int, batch_idx, leftpad, b: int, rows_per_seq: int, total_rows: int, dev):
+    """(cu_k (B + 1,), used_k (B,)) int32 for the varlen path: sequence b's keys are rows
+    cu_k[b] .. cu_k[b] + used_k[b] - 1 of the cache viewed as rows (paged: of the gathered copy, whose
+    row b is batch row b). cu_k[B] only completes the shape (seqused_k gives every length). The
+    kernels clamp both to the cache's rows, so no value of a device tensor reads out of bounds; what
+    is not a device tensor comes from a per-shape constant, so a plain decode step (cache_seqlens a
+    tensor, nothing appended, no leftpad) costs no extra kernel launch."""
+    if batch_idx is None and leftpad is None:
+        cu_k = _constant(("arange", b + 1, rows_per_seq), dev, torch.int32)
+    else:
+        row = torch.arange(b, device=dev) if batch_idx is None else batch_idx.to(torch.int64)
+        first = row * rows_per_seq + (0 if leftpad is None else leftpad)
+        cu_k = torch.cat((first, first.new_full((1,), total_rows))).to(torch.int32)
+    if isinstance(cache_seqlens, torch.Tensor):
+        used_k = cache_seqlens if s_new == 0 else cache_seqlens + s_new
+    else:
+        used_k = _constant(("full", b, (rows_per_seq if cache_seqlens is None else cache_seqlens) + s_new), dev,
+                           torch.int32)
+    if leftpad is not None:
+        used_k = (used_k - leftpad).clamp(min=0)
+    return cu_k, used_k.to(torch.int32)
+
+
+_constants: dict[tuple, torch.Tensor] = {}
+_CONSTANTS_LIMIT = 256
+
+
+def _constant(key: tuple, dev, dtype=torch.int64) -> torch.Tensor:
+    """A small index tensor that depends only on the shapes, made once per (key, device, dtype):
+    ("arange", n, step) is 0, step, ..., (n - 1) * step; ("full", n, value) n copies of value. Never
+    written by anyone. Made fresh while torch.compile traces (no global state in the graph) or while a
+    CUDA graph captures (its memory would belong to that graph's pool)."""
+    kind, n, x = key
+    make = (lambda: torch.arange(0, n * x, x, dtype=dtype, device=dev)[:n]) if kind == "arange" else \
+        (lambda: torch.full((n,), x, dtype=dtype, device=dev))
+    if torch.compiler.is_compiling() or (dev.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+        return make()
+    full_key = (key, dev, dtype)
+    t = _constants.get(full_key)
+    if t is None:
+        if len(_constants) >= _CONSTANTS_LIMIT:
+            _constants.clear()
+        t = _constants[full_key] = make()
+    return t
+
+
+def _kernel_splits(num_splits: int, rows: int) -> int:
+    """The varlen path's num_splits for `rows` query rows per sequence: the split-KV (decode) kernel,
+    64-row tiles, where a sequence's rows fit one tile or the caller asks for splits (0: the count
+    chosen from the shape, fa3lite/hopper/splits.py); else -1, the dense kernel (a prefill's rows fill
+    its 128-row tiles)."""
+    return num_splits if num_splits > 1 or rows <= DECODE_ROWS else -1
 
 
 def _packs(pack_gqa, group: int, sq: int, causal: bool, window_size) -> bool:
@@ -141,7 +196,7 @@ def _packs(pack_gqa, group: int, sq: int, causal: bool, window_size) -> bool:
 
 
 def _packed_gqa(q, keys, cu_k, used_k, rows_per_seq: int, scale: float, softcap: float, group: int,
-                return_lse: bool, backend: str):
+                return_lse: bool, backend: str, num_splits: int):
     """Attention with the `group` query heads of each K/V head packed into the query rows of one head:
     q (B, Sq, Hk * group, D) -> rows (B * group * Sq, Hk, D), sequence b owning rows [b, b + 1) *
     group * Sq; unmasked (see _packs). A decode step then reads each K/V row once per K/V head
@@ -153,7 +208,7 @@ def _packed_gqa(q, keys, cu_k, used_k, rows_per_seq: int, scale: float, softcap:
     packed = q.view(b, sq, hk, group, d).permute(0, 3, 1, 2, 4).reshape(b * rows, hk, d)
     cu_q = torch.arange(0, (b + 1) * rows, rows, dtype=torch.int32, device=q.device)
     out, lse = ops.varlen_attention(packed, keys[0], keys[1], cu_q, cu_k, None, used_k, rows, rows_per_seq, scale,
-                                    False, 0, None, float(softcap), None, False, backend)
+                                    False, 0, None, float(softcap), None, False, backend, num_splits)
     dv = out.shape[-1]
     out = out.view(b, group, sq, hk, dv).permute(0, 2, 3, 1, 4).reshape(b, sq, hq, dv)
     if not return_lse:

@@ -65,6 +65,19 @@ FWD_TILES = {
 }
 
 
+# Split-KV kernels run decode shapes (few query rows against long keys; fa3lite/hopper/splits.py):
+# one consumer warpgroup of 64 query rows (a 128-row tile would spend half its GEMMs on rows past
+# the sequence's end) and, where shared memory has room, a third K/V stage to keep more bytes in
+# flight: the work is reading K/V. The key block stays the dense tile's.
+SPLIT_STAGES = {64: 3, 128: 3, 256: 2}
+
+
+def split_tile(head_dim: int, causal: bool) -> FwdTile:
+    """The tile of a split-KV (decode) kernel for a head dim and mask (SPLIT_STAGES)."""
+    dense = fwd_tile(head_dim, causal)
+    return FwdTile(64, dense.block_n, SPLIT_STAGES[kernel_head_dim(head_dim)], overlap=True, pingpong=False)
+
+
 # Softcap's tanh does not fit the 160 registers of d=64's three consumer warpgroups (ptxas spills):
 # softcapped d=64 runs two, with d=128's short-sequence tile.
 SOFTCAP_TILES = {64: FwdTile(128, 128, 2, True, True, persistent=True)}
@@ -88,9 +101,11 @@ FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("lse", "ptr"), ("tile_sched", "ptr"), ("sink", "ptr"),
     ("cu_seqlens_q", "ptr"), ("cu_seqlens_k", "ptr"), ("seqused_q", "ptr"), ("seqused_k", "ptr"),
     ("q_base", "ptr"), ("k_base", "ptr"), ("v_base", "ptr"), ("o_base", "ptr"), ("seq_maps", "ptr"),
+    ("o_accum", "ptr"), ("lse_accum", "ptr"),
     ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
-    ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("causal_offset", "i32"), ("local_offset", "i32"),
+    ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("num_splits", "i32"), ("causal_offset", "i32"),
+    ("local_offset", "i32"),
     ("scale_log2", "f32"), ("softcap_scale", "f32"),
 ))
 
@@ -108,6 +123,7 @@ class FwdVariant:
     varlen: bool = False          # packed variable-length sequences (one CTA per tile): kVarlen
     head_dim_v: int | None = None # V's and O's head dim (None: head_dim): kHeadDimVReal
     sink: bool = False            # learnable sinks in the softmax denominator: kSink
+    split: bool = False           # split-KV (varlen, decode tile): kSplit; the tile is split_tile's
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -115,8 +131,11 @@ class FwdVariant:
         object.__setattr__(self, "head_dim_v", value_head_dim(self.head_dim, self.head_dim_v))
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.split and not self.varlen:
+            raise ValueError("split-KV kernels run on the varlen layout (varlen=True)")
         if self.tile is None:
-            object.__setattr__(self, "tile", fwd_tile(self.head_dim, self.causal, softcap=self.softcap))
+            object.__setattr__(self, "tile", split_tile(self.head_dim, self.causal) if self.split
+                               else fwd_tile(self.head_dim, self.causal, softcap=self.softcap))
         if self.varlen and self.tile.persistent:
             object.__setattr__(self, "tile", self.tile._replace(persistent=False))
 
@@ -180,6 +199,7 @@ class FwdVariant:
                 ("FA3LITE_SOFTCAP", "1" if self.softcap else "0"),
                 ("FA3LITE_SINK", "1" if self.sink else "0"),
                 ("FA3LITE_VARLEN", "1" if self.varlen else "0"),
+                ("FA3LITE_SPLIT", "1" if self.split else "0"),
                 ("FA3LITE_BLOCK_M", str(self.block_m)),
                 ("FA3LITE_BLOCK_N", str(self.block_n)),
                 ("FA3LITE_STAGES", str(self.stages)),
@@ -206,5 +226,8 @@ def all_fwd_variants() -> list[FwdVariant]:
     # unequal head dims (HEAD_DIM_PAIRS), fixed and varlen, without softcap
     unequal = [FwdVariant(d, t, c, head_dim_v=dv, varlen=vl) for d, dv in HEAD_DIM_PAIRS if d != dv
                for t in DTYPES for c in (False, True) for vl in (False, True)]
-    without = fixed + varlen + unequal
+    # split-KV (decode) kernels: every varlen variant with the split tile
+    split = [FwdVariant(v.head_dim, v.dtype, v.causal, softcap=v.softcap, varlen=True, head_dim_v=v.head_dim_v,
+                        split=True) for v in varlen + unequal if v.varlen]
+    without = fixed + varlen + unequal + split
     return without + [dataclasses.replace(v, sink=True) for v in without]   # each with a sink too

@@ -1,4 +1,5 @@
 """NVRTC compiles of every kernel variant, checked on the CPU: resources and SASS."""
+import dataclasses
 import importlib.util
 import pathlib
 
@@ -7,7 +8,9 @@ import pytest
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
 from fa3lite.runtime.inspect import kernel_info, spec_info
 from fa3lite.hopper.common import OFFSET_LIMIT
-from fa3lite.variants import FWD_PARAMS, FWD_TILES, SOFTCAP_TILES, FwdVariant, all_fwd_variants, fwd_tile
+from fa3lite.hopper.combine import all_combine_variants
+from fa3lite.variants import (FWD_PARAMS, FWD_TILES, SOFTCAP_TILES, FwdVariant, all_fwd_variants, fwd_tile,
+                              split_tile)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -21,7 +24,7 @@ def _private_cache(tmp_path, monkeypatch):
                          ids=lambda v: f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-n{v.block_n}"
                                        f"{'-p' if v.tile.persistent else ''}{'-softcap' if v.softcap else ''}"
                                        f"{'-varlen' if v.varlen else ''}{f'-v{v.head_dim_v}' if v.head_dim_v != v.head_dim else ''}"
-                                       f"{'-sink' if v.sink else ''}")
+                                       f"{'-sink' if v.sink else ''}{'-split' if v.split else ''}")
 def test_fwd_variant_resources_and_sass(variant):
     info = spec_info(variant.spec(), variant.smem_bytes)
     sass = info["sass"]
@@ -35,12 +38,35 @@ def test_fwd_variant_resources_and_sass(variant):
         assert "UTMASTG" not in sass and sass.get("STG.E.128", 0) >= 1, sorted(sass)
     else:
         assert sass.get("UTMASTG", 0) >= 1      # O through shared memory
+    if variant.split:
+        # a split's partial O leaves as f32 pairs straight from the accumulator fragment
+        assert sass.get("STG.E.64", 0) >= variant.head_dim_v // 8, sorted(sass)
     assert sass.get("USETMAXREG", 0) == 2       # producer dec, consumer inc
     assert "LDL" not in sass and "STL" not in sass, "local memory in the SASS"
     # P goes to the P.V wgmma from registers (RS form), never through shared memory
     assert sass.get("MUFU.EX2", 0) >= variant.block_n // 2
     # softcap: one MUFU.TANH per score of the thread's block_n / 2 (none without)
     assert (sass.get("MUFU.TANH", 0) >= variant.block_n // 2) if variant.softcap else "MUFU.TANH" not in sass
+
+
+@pytest.mark.parametrize("variant", all_combine_variants(), ids=lambda v: f"{v.dtype}-v{v.head_dim_v}")
+def test_combine_variant_resources_and_sass(variant):
+    info = spec_info(variant.spec(), 0)
+    sass = info["sass"]
+    assert info["spill_bytes"] == 0 and info["stack_bytes"] == 0, info["ptxas_log"]
+    assert "LDL" not in sass and "STL" not in sass, "local memory in the SASS"
+    assert sass.get("MUFU.EX2", 0) >= 2 and sass.get("MUFU.LG2", 0) >= 1, sorted(sass)   # weights, the merged LSE
+
+
+def test_split_variants_cover_every_varlen_kernel():
+    variants = all_fwd_variants()
+    varlen = {dataclasses.replace(v, split=False, tile=None) for v in variants if v.varlen and not v.split}
+    split = {dataclasses.replace(v, split=False, tile=None) for v in variants if v.split}
+    assert split == varlen
+    for v in variants:
+        if v.split:
+            assert v.tile == split_tile(v.head_dim, v.causal) and v.block_m == 64 and v.threads == 256
+            assert v.smem_bytes <= 227 * 1024
 
 
 def test_kernel_info_reports_the_default_forward_tile():

@@ -250,3 +250,25 @@ def test_cache_must_be_rows_in_place():
     k_cache = x["k_cache"].transpose(0, 1)
     with pytest.raises(fa3lite.InputError, match=r"k_cache.stride\(0\)"):
         fa3lite.flash_attn_with_kvcache(x["q"], k_cache, x["v_cache"].transpose(0, 1))
+
+
+def test_split_rule():
+    """hopper/splits.py: no split once the tiles fill the machine, else about one wave of CTAs, never
+    more than the keys give each split MIN_BLOCKS blocks, nor MAX_SPLITS; explicit counts from the
+    kvcache path reach the split kernel only for decode-sized tiles (or when asked for)."""
+    from fa3lite.hopper import splits
+    from fa3lite.kvcache import DECODE_ROWS, _kernel_splits
+
+    sms = 132
+    assert splits.num_splits(8, 1024, sms) == 16              # B=1, 8 K/V heads, long cache: 128 CTAs
+    assert splits.num_splits(64, 1024, sms) == 2
+    assert splits.num_splits(int(splits.FILL * sms), 1024, sms) == 1
+    assert splits.num_splits(1, 10_000, sms) == splits.MAX_SPLITS
+    assert splits.num_splits(8, 6, sms) == 6 // splits.MIN_BLOCKS   # short keys: few splits
+    assert splits.num_splits(8, 1, sms) == 1
+    for tiles in range(1, 2 * sms):
+        s = splits.num_splits(tiles, 4096, sms)
+        assert 1 <= s <= splits.MAX_SPLITS and (s == 1 or tiles * s <= sms)
+    assert _kernel_splits(0, 1) == 0 and _kernel_splits(0, DECODE_ROWS) == 0 and _kernel_splits(3, 4) == 3
+    assert _kernel_splits(0, DECODE_ROWS + 1) == -1 and _kernel_splits(1, 500) == -1
+    assert _kernel_splits(4, 500) == 4

@@ -14,6 +14,7 @@ if not (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 
     pytest.skip("needs a Hopper (sm_90) GPU", allow_module_level=True)
 
 import fa3lite  # noqa: E402
+from fa3lite import fallback, hopper  # noqa: E402
 from test_features_gpu import check_rule  # noqa: E402
 from test_kvcache import fill, make, reference  # noqa: E402
 
@@ -33,7 +34,7 @@ def inputs(dtype, b=3, sq=1, s_new=1, s_cache=700, paged=None, seed=0):
 
 
 def run_and_check(x, seqlens, lengths, causal=True, window=(-1, -1), rotary=False, batch_idx=None, leftpad=None,
-                  interleaved=True):
+                  interleaved=True, num_splits=0):
     fill(x, x["page_table"], lengths, batch_idx, leftpad)
     cos, sin = (x["cos"], x["sin"]) if rotary else (None, None)
     args = (x["q"], x["k_cache"], x["v_cache"], x["k"], x["v"], cos, sin, seqlens, batch_idx, leftpad,
@@ -43,8 +44,8 @@ def run_and_check(x, seqlens, lengths, causal=True, window=(-1, -1), rotary=Fals
     out, lse = fa3lite.flash_attn_with_kvcache(
         x["q"], x["k_cache"], x["v_cache"], x["k"], x["v"], rotary_cos=cos, rotary_sin=sin, cache_seqlens=seqlens,
         cache_batch_idx=batch_idx, cache_leftpad=leftpad, page_table=x["page_table"], softmax_scale=SCALE,
-        causal=causal, window_size=window, rotary_interleaved=interleaved, return_softmax_lse=True,
-        backend="fa3lite")
+        causal=causal, window_size=window, rotary_interleaved=interleaved, num_splits=num_splits,
+        return_softmax_lse=True, backend="fa3lite")
     if rotary:   # the rotation rounds once to the input dtype either way
         torch.testing.assert_close(x["k_cache"], want_k, equal_nan=True, atol=1e-2, rtol=1e-2)
     else:
@@ -143,3 +144,75 @@ def test_pack_gqa_matches_unpacked(sq, causal):
            for pack in (False, None)]
     torch.testing.assert_close(got[1][0], got[0][0])
     torch.testing.assert_close(got[1][1], got[0][1])
+
+
+# ---------------------------------------------------------------------------------------- split-KV
+@pytest.mark.parametrize("num_splits", [1, 2, 5, 17, 128])
+@pytest.mark.parametrize("sq, window", [(1, (-1, -1)), (4, (-1, -1)), (1, (100, -1))])
+def test_explicit_num_splits(num_splits, sq, window):
+    """Every split count honoured, more splits than key blocks included (empty splits), with sequences
+    of sq and sq + 1 keys, a full cache, and a window whose few blocks fall in a few splits; NaN in
+    every cache row no sequence uses. (No keys at all: test_split_kernel_sink_softcap_head_dims.)"""
+    x = inputs(torch.bfloat16, sq=sq, s_new=sq)
+    lengths = [0, 1, 700 - sq]
+    run_and_check(x, torch.tensor(lengths, dtype=torch.int32, device="cuda"), lengths, window=window,
+                  num_splits=num_splits)
+
+
+def test_split_counts_agree():
+    """The combine's result does not depend on how the keys were split (up to f32 rounding of the
+    merge: a few bf16 ulps at most)."""
+    x = inputs(torch.bfloat16, sq=1, s_new=0, s_cache=4096, seed=3)
+    fill(x, None, [4096] * 3)
+    seqlens = torch.tensor([4096, 2000, 130], dtype=torch.int32, device="cuda")
+    outs = [fa3lite.flash_attn_with_kvcache(x["q"], x["k_cache"], x["v_cache"], cache_seqlens=seqlens, causal=True,
+                                            num_splits=n, return_softmax_lse=True, backend="fa3lite")
+            for n in (1, 3, 32)]
+    for out, lse in outs[1:]:
+        torch.testing.assert_close(out, outs[0][0], atol=2e-2, rtol=0)
+        torch.testing.assert_close(lse, outs[0][1], atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("d, dv", [(64, 64), (128, 128), (256, 256), (192, 128)])
+@pytest.mark.parametrize("num_splits", [1, 3, 8])
+@pytest.mark.parametrize("softcap, sink", [(0.0, True), (5.0, False), (5.0, True)])
+def test_split_kernel_sink_softcap_head_dims(d, dv, num_splits, softcap, sink):
+    """The split kernel and the combine through hopper.forward_varlen for what flash_attn_with_kvcache
+    does not pass (learnable sinks: the combine adds exp(sink) once, after the merge) and every V head
+    dim the combine serves; fp16; sequences with 1, 0 and 3 query rows, causal bottom-right."""
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    q_rows, k_rows, hq, hk = [1, 0, 3], [900, 5, 0], 4, 2
+    cu_q = torch.tensor([0, 1, 1, 4], dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0, 900, 905, 905], dtype=torch.int32, device="cuda")
+    q = torch.randn(sum(q_rows), hq, d, device="cuda", generator=gen)
+    k = torch.randn(sum(k_rows), hk, d, device="cuda", generator=gen)
+    v = torch.randn(sum(k_rows), hk, dv, device="cuda", generator=gen)
+    sinks = torch.randn(hq, device="cuda", generator=gen) if sink else None
+    scale = d ** -0.5
+    args = (cu_q, cu_k, scale, True, 0, None, softcap, sinks)
+    ref = fallback.forward_varlen(q.double(), k.double(), v.double(), *args[:-1],
+                                  None if sinks is None else sinks.double())
+    pt = fallback.forward_varlen(q.half(), k.half(), v.half(), *args)
+    out, lse = hopper.forward_varlen(q.half(), k.half(), v.half(), cu_q, cu_k, max(q_rows), scale, True, 0, None,
+                                     softcap, sinks, max_seqlen_k=max(k_rows), num_splits=num_splits)
+    check_rule("out", out, ref[0], pt[0])
+    check_rule("lse", lse, ref[1].float(), pt[1].float())
+
+
+def test_malformed_cache_seqlens_stay_in_bounds():
+    """Lengths past the cache and negative ones (device values the host never reads): the kernels clamp
+    each sequence to the cache's rows, so nothing is read or written out of bounds (the device round
+    runs this file under compute-sanitizer memcheck); the well-formed row keeps its exact result."""
+    x = inputs(torch.bfloat16, sq=1, s_new=0)
+    fill(x, None, [700] * 4)
+    lengths = [-5, 10 ** 6, 300]
+    seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    for num_splits in (0, 1, 4):
+        out = fa3lite.flash_attn_with_kvcache(x["q"], x["k_cache"], x["v_cache"], cache_seqlens=seqlens, causal=True,
+                                              num_splits=num_splits, backend="fa3lite")
+        torch.cuda.synchronize()
+        assert torch.equal(out[0], torch.zeros_like(out[0]))     # no keys
+        good = fa3lite.flash_attn_with_kvcache(x["q"][2:], x["k_cache"], x["v_cache"], cache_seqlens=seqlens[2:],
+                                               cache_batch_idx=torch.tensor([2], device="cuda"), causal=True,
+                                               num_splits=num_splits, backend="fa3lite")
+        assert torch.equal(out[2], good[0])

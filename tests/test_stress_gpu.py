@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E
 import fa3lite  # noqa: E402
 from fa3lite.hopper import bwd as hopper_bwd  # noqa: E402
 from fa3lite.runtime import launch, tma  # noqa: E402
+from fa3lite.hopper.combine import all_combine_variants  # noqa: E402
 from fa3lite.variants import all_fwd_variants  # noqa: E402
 from conftest import assert_close_fa3, dsoftmax_atols, fa3_atol, ref_attention  # noqa: E402
 
@@ -123,7 +124,7 @@ def test_after_the_stress_run_nothing_grew():
     assert _state["baseline"] is not None
     assert _state["peak_growth"] <= SLACK_BYTES, f"GPU memory held grew by {_state['peak_growth']} bytes"
     assert len(tma._cache) <= tma._CACHE_LIMIT
-    buildable = {v.spec() for v in all_fwd_variants()}
+    buildable = {v.spec() for v in all_fwd_variants()} | {v.spec() for v in all_combine_variants()}
     for v in hopper_bwd.all_bwd_variants():
         buildable |= {v.spec(), v.preprocess_spec(), v.postprocess_spec()}
     loaded = {spec for spec, _, _ in launch._loaded}

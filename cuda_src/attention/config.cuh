@@ -31,6 +31,11 @@ constexpr bool kDynamicTiles = kPersistent && kIsCausal;
 // tensor maps once, so no map is rewritten while a copy may still read it.
 constexpr bool kVarlen = FA3LITE_VARLEN != 0;
 static_assert(!(kVarlen && kPersistent), "varlen runs one CTA per tile");
+// Split-KV (decode shapes: few query rows, long keys): each sequence's key blocks are shared out over
+// p.num_splits CTAs per query tile, each writing O normalised over its own keys (f32) and that
+// share's LSE; combine.cu merges them. With num_splits == 1 the tile writes its output directly.
+constexpr bool kSplit = FA3LITE_SPLIT != 0;
+static_assert(!kSplit || kVarlen, "split-KV runs on the varlen layout (one CTA per tile)");
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kConsumerWarpgroups = kBlockM / 64;
@@ -39,7 +44,9 @@ constexpr int kThreads = kWarpgroupThreads * (1 + kConsumerWarpgroups);
 
 // Register split after setmaxnreg: the producer only issues TMA, the consumers hold S, P and O.
 // The register file holds 64K 32-bit registers; 128 * 24 + 256 * 240 and 128 * 32 + 384 * 160 fit it.
-constexpr int kProducerRegs = kConsumerWarpgroups == 3 ? 32 : 24;
+// One consumer warpgroup (the split-KV decode tile) leaves the pool half empty: the producer, whose
+// key range takes divisions there (scheduler.cuh key_blocks), gets 48 and spills nothing.
+constexpr int kProducerRegs = kConsumerWarpgroups == 3 ? 32 : kConsumerWarpgroups == 1 ? 48 : 24;
 constexpr int kConsumerRegs = kConsumerWarpgroups == 3 ? 160 : 240;
 
 constexpr int kElemBytes = 2;

@@ -118,7 +118,7 @@ __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& 
                                              RingPos<kStages>& pos, u32& q_round) {
   const Seq sq = seq_of(p, t.batch);
   if (kVarlen && t.m_block * kBlockM >= sq.seqlen_q) return;   // past the sequence's end: no work
-  const KeyBlocks kb = key_blocks(sq, t.m_block);
+  const KeyBlocks kb = key_blocks(p, sq, t);
   float o[kHeadDim / 2];
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.f;
@@ -144,8 +144,10 @@ __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& 
     ++q_round;
   }
   float inv[2], lse[2];
-  // A learnable sink adds exp(sink) to every row's denominator (log2 units here).
-  const float sink_log2 = kSink ? p.sink[t.head] * math::kLog2e : math::neg_inf();
+  // A learnable sink adds exp(sink) to every row's denominator (log2 units here); with split keys
+  // the combine adds it once, after the splits are merged.
+  const bool partial = kSplit && p.num_splits > 1;
+  const float sink_log2 = kSink && !partial ? p.sink[t.head] * math::kLog2e : math::neg_inf();
   softmax.finalize(p.scale_log2, sink_log2, inv, lse);
   fwd_epilogue(p, sm, t, sq, wg, tid, o, inv, lse, has_keys);
 }

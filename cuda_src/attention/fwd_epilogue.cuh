@@ -50,9 +50,43 @@ __device__ __forceinline__ void copy_out_rows(const FwdParams& p, const FwdSmem&
   }
 }
 
+// kSplit with several splits: this split's O rows (normalised over its keys) and LSE, f32, straight
+// from the accumulator fragment to o_accum / lse_accum (a decode tile has few rows: no staging).
+// Every row of the sequence in the tile is written, -inf and zeros where the split saw no key, so
+// the combine reads only written values.
+__device__ __forceinline__ void write_partial(const FwdParams& p, const Tile& t, const Seq& sq, int wg, int tid,
+                                              const float (&o)[kHeadDim / 2], const float (&inv)[2],
+                                              const float (&lse)[2]) {
+  const int rb = frag::row_base(tid);
+  const int cb = frag::col_base(tid);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = t.m_block * kBlockM + wg * 64 + rb + 8 * h;
+    if (row >= sq.seqlen_q) continue;
+    const i64 packed_row = sq.q_start + row;
+    if (tid % 4 == 0) {
+      p.lse_accum[(static_cast<i64>(t.split) * p.num_heads_q + t.head) * p.seqlen_q + packed_row] = lse[h];
+    }
+    float* dst = p.o_accum + ((static_cast<i64>(t.split) * p.seqlen_q + packed_row) * p.num_heads_q + t.head) *
+                             kHeadDimVReal;
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 2; i += 2) {
+      if (frag::half(i) != h) continue;
+      const int col = cb + frag::col(i);
+      if (col < kHeadDimVReal) gmem::st_v2_f32(dst + col, o[i] * inv[h], o[i + 1] * inv[h]);
+    }
+  }
+}
+
 __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& sm, const Tile& t, const Seq& sq,
                                              int wg, int tid, const float (&o)[kHeadDim / 2], const float (&inv)[2],
                                              const float (&lse)[2], bool has_keys) {
+  if constexpr (kSplit) {
+    if (p.num_splits > 1) {   // one tile per CTA: no buffer hand-off to keep (as for kVarlen below)
+      write_partial(p, t, sq, wg, tid, o, inv, lse);
+      return;
+    }
+  }
   const u32 wg_bar = static_cast<u32>(NamedBarrier::kEpilogueWg0) + wg;
   named_barrier::sync(wg_bar, kWarpgroupThreads);
   const int wg_row = wg * 64;                       // first tile row of this warpgroup

@@ -45,7 +45,7 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
     const Tile t = tile_of(p, idx);
     const Seq sq = seq_of(p, t.batch);
     if (kVarlen && t.m_block * kBlockM >= sq.seqlen_q) continue;   // past the sequence's end: no work
-    const KeyBlocks kb = key_blocks(sq, t.m_block);
+    const KeyBlocks kb = key_blocks(p, sq, t);
     // Maps and coordinates: the tensors' own (batch t.batch), or the sequence's copies (batch 0).
     const TmaDesc* map_q = kVarlen ? seq_map(p, 0) : &p.q;
     const TmaDesc* map_k = kVarlen ? seq_map(p, 1) : &p.k;

@@ -26,15 +26,20 @@ struct FwdParams {
   const char* v_base;
   char* o_base;              // (total_q, Hq, D) contiguous
   TmaDesc* seq_maps;         // q, k, v maps of each CTA's sequence (3 per CTA, written by the CTA)
+  // kSplit with num_splits > 1: per split, O normalised over the split's keys and the split's LSE
+  // (natural log), merged by combine.cu; rows of no sequence are never written.
+  float* o_accum;            // (num_splits, total_q, Hq, Dv) f32
+  float* lse_accum;          // (num_splits, Hq, total_q) f32
   i64 q_row_bytes;           // row strides of the packed tensors
   i64 k_row_bytes;
   i64 v_row_bytes;
   i32 seqlen_q;          // kVarlen: the packed length total_q (LSE is (Hq, total_q))
-  i32 seqlen_k;          // kVarlen: unused (per sequence)
+  i32 seqlen_k;          // kVarlen: total_k (sequences are clamped to the packed rows)
   i32 num_heads_q;
   i32 head_group;       // Hq / Hk: query heads sharing one K/V head
   i32 num_m_blocks;     // ceil(Sq / kBlockM)
-  i32 num_tiles;        // num_m_blocks * Hq * B: the grid strides over them (scheduler.cuh)
+  i32 num_tiles;        // num_m_blocks * Hq * B (* num_splits): the grid strides over them (scheduler.cuh)
+  i32 num_splits;       // kSplit: CTAs sharing one query tile's keys (1 without kSplit)
   i32 causal_offset;    // key j is visible to query i iff j <= i + causal_offset (kIsCausal) ...
   i32 local_offset;     // ... and j >= i + local_offset (kIsCausal; -2^30 without a window);
                         // kVarlen: both relative to each sequence's diagonal j = i + Sk - Sq

@@ -33,14 +33,20 @@ struct Tile {
   int head;      // query head
   int head_kv;   // the K/V head it reads
   int batch;
+  int split;     // kSplit: which share of the keys (0 otherwise)
 };
 
 __device__ __forceinline__ Tile tile_of(const FwdParams& p, int tile_idx) {
   const unsigned idx = static_cast<unsigned>(tile_idx);
   const int m_rev = idx % p.num_m_blocks;
-  const unsigned rest = idx / p.num_m_blocks;
+  unsigned rest = idx / p.num_m_blocks;
   Tile t;
   t.m_block = kIsCausal ? p.num_m_blocks - 1 - m_rev : m_rev;
+  t.split = 0;
+  if constexpr (kSplit) {   // the splits of one query tile run side by side
+    t.split = rest % p.num_splits;
+    rest /= p.num_splits;
+  }
   t.head = rest % p.num_heads_q;
   t.batch = rest / p.num_heads_q;
   t.head_kv = t.head / p.head_group;
@@ -64,32 +70,46 @@ __device__ __forceinline__ Seq seq_of(const FwdParams& p, int batch) {
   if constexpr (!kVarlen) {
     return {0, 0, p.seqlen_q, p.seqlen_k, p.causal_offset, p.local_offset};
   } else {
-    const int q_start = p.cu_seqlens_q[batch];
-    const int k_start = p.cu_seqlens_k[batch];
-    const int sq = p.seqused_q != nullptr ? p.seqused_q[batch] : p.cu_seqlens_q[batch + 1] - q_start;
-    const int sk = p.seqused_k != nullptr ? p.seqused_k[batch] : p.cu_seqlens_k[batch + 1] - k_start;
+    // Offsets and lengths are device values the host never reads: clamped to the packed tensors'
+    // rows (p.seqlen_q = total_q, p.seqlen_k = total_k), so malformed ones give that sequence wrong
+    // rows, never a read or write out of bounds.
+    const int q_start = min(max(p.cu_seqlens_q[batch], 0), p.seqlen_q);
+    const int k_start = min(max(p.cu_seqlens_k[batch], 0), p.seqlen_k);
+    int sq = p.seqused_q != nullptr ? p.seqused_q[batch] : p.cu_seqlens_q[batch + 1] - q_start;
+    int sk = p.seqused_k != nullptr ? p.seqused_k[batch] : p.cu_seqlens_k[batch + 1] - k_start;
+    sq = min(max(sq, 0), p.seqlen_q - q_start);
+    sk = min(max(sk, 0), p.seqlen_k - k_start);
     return {q_start, k_start, sq, sk, p.causal_offset + sk - sq, p.local_offset + sk - sq};
   }
 }
 
-// Key blocks [begin, end) hold every key some valid row of query block m can see: the band's
+// Key blocks [begin, end) hold every key some valid row of the tile's query block can see: the band's
 // upper edge (causal_offset) cuts the end, its lower edge (local_offset) the beginning. begin >= end:
 // the tile sees no key. The host keeps both offsets within +-2^30, so no sum overflows.
+// kSplit: the tile's blocks are cut into num_splits equal runs (the last ones empty when there are
+// fewer blocks than splits) and the tile keeps its run; the mask works on absolute key positions, so
+// no other role knows of splits. Cutting the band, not the sequence, keeps a window's few blocks spread.
 struct KeyBlocks {
   int begin;
   int end;
 };
 
-__device__ __forceinline__ KeyBlocks key_blocks(const Seq& s, int m_block) {
+__device__ __forceinline__ KeyBlocks key_blocks(const FwdParams& p, const Seq& s, const Tile& t) {
   int keys = s.seqlen_k;
   int first_key = 0;
   if (kIsCausal) {
-    const int first_row = m_block * kBlockM;
+    const int first_row = t.m_block * kBlockM;
     const int last_row = min(first_row + kBlockM, s.seqlen_q) - 1;
     keys = min(keys, last_row + s.causal_offset + 1);
     first_key = max(first_key, first_row + s.local_offset);
   }
-  return {first_key / kBlockN, keys <= 0 ? 0 : (keys + kBlockN - 1) / kBlockN};
+  KeyBlocks kb{first_key / kBlockN, keys <= 0 ? 0 : (keys + kBlockN - 1) / kBlockN};
+  if constexpr (kSplit) {
+    const int per_split = (max(kb.end - kb.begin, 0) + p.num_splits - 1) / p.num_splits;
+    kb.begin += t.split * per_split;
+    kb.end = min(kb.end, kb.begin + per_split);
+  }
+  return kb;
 }
 
 // kVarlen: the CTA's copies of the q, k, v maps, pointed at its sequence's rows and cut at its end,

@@ -26,7 +26,7 @@ from .. import checks
 from ..runtime import launch, tma
 from ..runtime.driver import on_device
 from ..variants import FWD_PARAMS, FwdVariant, fwd_tile
-from . import bwd, fwd
+from . import bwd, combine, fwd, splits
 from .common import DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index, score_scales
 
 _MAP_BYTES = 128
@@ -35,9 +35,10 @@ _MAPS_PER_CTA = 3     # q, k, v
 
 @functools.cache
 def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, softcap: bool, head_dim_v: int,
-             sink: bool) -> FwdVariant:
-    return FwdVariant(head_dim, dtype, causal, debug=debug, tile=fwd_tile(head_dim, causal, 0, softcap),
-                      softcap=softcap, varlen=True, head_dim_v=head_dim_v, sink=sink)
+             sink: bool, split: bool) -> FwdVariant:
+    tile = None if split else fwd_tile(head_dim, causal, 0, softcap)
+    return FwdVariant(head_dim, dtype, causal, debug=debug, tile=tile, softcap=softcap, varlen=True,
+                      head_dim_v=head_dim_v, sink=sink, split=split)
 
 
 def _packed(t):
@@ -50,31 +51,49 @@ class _VarlenPlan:
     packed parameter block, map makers; a call allocates out, lse and the CTAs' map copies and fills
     in addresses."""
 
-    def __init__(self, q, k, v, batch: int, max_seqlen_q: int, softmax_scale: float, mask, softcap: float,
-                 has_sink: bool, seqused: bool):
+    def __init__(self, q, k, v, batch: int, max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, mask,
+                 softcap: float, has_sink: bool, seqused: bool, num_splits: int):
         total_q, Hq, D = q.shape
-        Hk = k.shape[1]
+        Hk, Dv = k.shape[1], v.shape[2]
         banded, causal_offset, local_offset = mask
-        variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0, v.shape[2], has_sink)
+        split = num_splits >= 0
+        variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0, Dv, has_sink, split)
         self.dev = device_index(q)
         self.kernel = fwd._loaded(variant, self.dev)
         m_blocks = -(-max_seqlen_q // variant.block_m)
-        ctas = m_blocks * Hq * batch
+        tiles = m_blocks * Hq * batch
+        if split and num_splits == 0:
+            num_splits = splits.num_splits(tiles, -(-max_seqlen_k // variant.block_n), fwd._sm_count(self.dev))
+        self.splits = min(max(num_splits, 1), splits.MAX_SPLITS)
+        ctas = tiles * self.splits
         if ctas > MAX_GRID_X:
             raise ValueError(f"too many tiles for one launch: {ctas} > {MAX_GRID_X}")
         self.grid, self.threads, self.ctas = (ctas, 1, 1), variant.threads, ctas
         self.device, self.dtype = q.device, q.dtype
-        self.out_shape, self.lse_shape = (total_q, Hq, v.shape[2]), (Hq, total_q)
+        self.out_shape, self.lse_shape = (total_q, Hq, Dv), (Hq, total_q)
         es = q.element_size()
         blank = bytes(_MAP_BYTES)
         self.template = FWD_PARAMS.pack(
             q=blank, k=blank, v=blank, o=blank, lse=0, tile_sched=0, sink=0,
             cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, o_base=0,
-            seq_maps=0, q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
-            seqlen_q=total_q, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks,
-            num_tiles=ctas, causal_offset=causal_offset, local_offset=local_offset,
+            seq_maps=0, o_accum=0, lse_accum=0,
+            q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
+            seqlen_q=total_q, seqlen_k=k.shape[0], num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks,
+            num_tiles=ctas, num_splits=self.splits, causal_offset=causal_offset, local_offset=local_offset,
             **score_scales(softmax_scale, softcap),
         )
+        self.combine = None
+        if self.splits > 1:   # partial results, then the combine kernel (hopper/combine.py)
+            self.accum_shapes = ((self.splits, total_q, Hq, Dv), (self.splits, Hq, total_q))
+            self.accum_at = (FWD_PARAMS.offsets["o_accum"], FWD_PARAMS.offsets["lse_accum"])
+            cv = combine.CombineVariant(DTYPE_NAMES[q.dtype], Dv)
+            self.combine = combine.loaded(cv, self.dev)
+            self.combine_grid = combine.grid(batch, max_seqlen_q, Hq)
+            self.combine_template = combine.COMBINE_PARAMS.pack(
+                o_accum=0, lse_accum=0, out=0, lse=0, sink=0, cu_seqlens_q=0, seqused_q=0, total_q=total_q,
+                num_heads=Hq, num_splits=self.splits)
+            self.combine_at = tuple(combine.COMBINE_PARAMS.offsets[f] for f in (
+                "o_accum", "lse_accum", "out", "lse", "sink", "cu_seqlens_q", "seqused_q"))
         at = FWD_PARAMS.offsets
         self.slots = tuple(
             (at[name], tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, rows, kernel_dim=variant.kernel_dim),
@@ -100,7 +119,21 @@ class _VarlenPlan:
                 PTR.pack_into(block, at, t.data_ptr() if t is not None else 0)
         if self.sink_at is not None:
             PTR.pack_into(block, self.sink_at, sink.data_ptr())
-        launch.launch_staged(self.kernel, self.grid, self.threads, self.dev, launch.stream_handle(self.dev))
+        stream = launch.stream_handle(self.dev)
+        if self.combine is None:
+            launch.launch_staged(self.kernel, self.grid, self.threads, self.dev, stream)
+            return out, lse
+        o_accum, lse_accum = (torch.empty(s, dtype=torch.float32, device=self.device) for s in self.accum_shapes)
+        for at, t in zip(self.accum_at, (o_accum, lse_accum)):
+            PTR.pack_into(block, at, t.data_ptr())
+        with on_device(self.dev):
+            launch.launch_current(self.kernel, self.grid, self.threads, self.dev, stream)
+            bwd.launch_packed(self.combine, self.combine_grid, combine.THREADS, self.dev, self.combine_template,
+                              zip(self.combine_at, (o_accum.data_ptr(), lse_accum.data_ptr(), out.data_ptr(),
+                                                    lse.data_ptr(), 0 if sink is None else sink.data_ptr(),
+                                                    cu_seqlens_q.data_ptr(),
+                                                    0 if seqused_q is None else seqused_q.data_ptr())),
+                              stream)
         return out, lse
 
 
@@ -109,9 +142,11 @@ _plans: dict[tuple, _VarlenPlan] = {}
 
 def forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, softmax_scale: float, causal: bool,
                    causal_offset: int, local_offset: int | None = None, softcap: float = 0.0, sink=None,
-                   seqused_q=None, seqused_k=None):
+                   seqused_q=None, seqused_k=None, max_seqlen_k: int = 0, num_splits: int = -1):
     """Varlen attention forward on the Hopper kernel. Returns (out, lse); see the module docstring.
-    cu_seqlens_*, seqused_* int32 contiguous on q's device; sink None or (Hq,) float32 contiguous."""
+    cu_seqlens_*, seqused_* int32 contiguous on q's device; sink None or (Hq,) float32 contiguous.
+    num_splits: -1 the dense varlen kernel; >= 0 the split-KV (decode) kernel with that many CTAs per
+    query tile (0: hopper/splits.py picks from the shape and max_seqlen_k; at most splits.MAX_SPLITS)."""
     if not softmax_scale > 0:
         raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")
     batch = cu_seqlens_q.shape[0] - 1
@@ -124,10 +159,12 @@ def forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, softm
     mask = band(causal, causal_offset, local_offset)
     seqused = seqused_q is not None or seqused_k is not None
     key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, q.device, batch, max_seqlen_q, mask,
-           softmax_scale, softcap, sink is not None, seqused, debug_build())
+           softmax_scale, softcap, sink is not None, seqused, debug_build(), num_splits,
+           max_seqlen_k if num_splits == 0 else 0)
     plan = _plans.get(key)
     if plan is None:
-        plan = _VarlenPlan(q, k, v, batch, max_seqlen_q, softmax_scale, mask, softcap, sink is not None, seqused)
+        plan = _VarlenPlan(q, k, v, batch, max_seqlen_q, max_seqlen_k, softmax_scale, mask, softcap, sink is not None,
+                           seqused, num_splits)
         if len(_plans) >= PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan

@@ -1,0 +1,124 @@
+"""Decode probes for issue 13 (device only): how the split count moves a decode step's kernel time, and
+where a call's host time goes.
+
+  python tools/decode_probe.py sweep [--out f.json]   kernel time per num_splits (CUDA graph replays)
+  python tools/decode_probe.py host                   cProfile of back-to-back calls, top functions
+
+sweep: flash_attn_with_kvcache, Sq=1, Hq/Hk=32/8, d=128, bf16, contiguous cache full to L, for each
+(B, L) and num_splits in SPLITS plus 0 (the heuristic's pick, hopper/splits.py); each call captured
+in a CUDA graph over enough cache copies to exceed L2, so the figure is the GPU's time per call
+without host gaps. Reports ms and K/V GB/s (B * L * Hk * d * 2 tensors * 2 bytes / time).
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import time
+
+import torch
+
+import fa3lite
+from fa3lite.hopper import splits as split_rule
+
+HQ, HK, D = 32, 8, 128
+SHAPES = ((1, 8192), (1, 32768), (1, 131072), (8, 8192), (8, 131072), (64, 8192), (64, 32768))
+SPLITS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 128)
+L2_BYTES = 50 * 2 ** 20
+ROTATE_BYTES = 4 * L2_BYTES
+REPLAYS = 20
+
+
+def _caches(b, length, sets):
+    kv = [(torch.randn(b, length, HK, D, device="cuda", dtype=torch.bfloat16),
+           torch.randn(b, length, HK, D, device="cuda", dtype=torch.bfloat16)) for _ in range(sets)]
+    q = torch.randn(b, 1, HQ, D, device="cuda", dtype=torch.bfloat16)
+    return q, kv
+
+
+def _graph_ms(fn, calls):
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(REPLAYS):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / calls)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def sweep(out_path):
+    rows = []
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for b, length in SHAPES:
+        kv_bytes = b * length * HK * D * 2 * 2
+        sets = max(1, -(-ROTATE_BYTES // kv_bytes))
+        q, kv = _caches(b, length, sets)
+        seqlens = torch.full((b,), length, dtype=torch.int32, device="cuda")
+        picked = split_rule.num_splits(b * HK, -(-length // 128), sms)   # pack-GQA: one tile per K/V head
+        result = {"B": b, "L": length, "kv_bytes": kv_bytes, "heuristic": picked, "ms": {}}
+        for n in SPLITS + (0,):
+            def calls(n=n):
+                for kc, vc in kv:
+                    fa3lite.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, causal=True, num_splits=n)
+            ms = _graph_ms(calls, len(kv))
+            result["ms"][n] = ms
+            print(f"B={b:3d} L={length:6d} splits={n:3d}{' (heuristic ' + str(picked) + ')' if n == 0 else ''}: "
+                  f"{ms * 1e3:8.1f} us  {kv_bytes / ms / 1e6:7.0f} GB/s", flush=True)
+        rows.append(result)
+        del kv
+        torch.cuda.empty_cache()
+    if out_path:
+        with open(out_path, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+def host():
+    for b, length, s_new in ((1, 1024, 0), (1, 1024, 1), (8, 8192, 0)):
+        q, kv = _caches(b, length, 1)
+        kc, vc = kv[0]
+        seqlens = torch.full((b,), length - s_new, dtype=torch.int32, device="cuda")
+        new = [torch.randn(b, s_new, HK, D, device="cuda", dtype=torch.bfloat16) for _ in range(2)] if s_new else [None] * 2
+
+        def call():
+            return fa3lite.flash_attn_with_kvcache(q, kc, vc, new[0], new[1], cache_seqlens=seqlens, causal=True)
+
+        for _ in range(50):
+            call()
+        torch.cuda.synchronize()
+        n = 2000
+        t0 = time.perf_counter()
+        for _ in range(n):
+            call()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        print(f"\n== B={b} L={length} s_new={s_new}: {(t1 - t0) / n * 1e6:.1f} us host per call (back to back)")
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(500):
+            call()
+        prof.disable()
+        torch.cuda.synchronize()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(22)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=("sweep", "host"))
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    sweep(args.out) if args.what == "sweep" else host()
+
+
+if __name__ == "__main__":
+    main()
