@@ -14,6 +14,9 @@ torch.compile traces) takes the full checks every time.
               learnable_sink) -> key or None
     sdpa_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend) -> key or None
     op_key(name, tensors, scalars) -> key or None   (the custom ops, called directly or from compiled code)
+    kvcache_key(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
+                cache_leftpad, page_table, softmax_scale, causal, window_size, softcap, rotary_interleaved,
+                num_splits, pack_gqa, return_softmax_lse, backend) -> key or None
     passed(key) -> bool;  remember(key)
     plan(key) -> the kernels' launch plan attached to a remembered key, or None;  attach(key, plan)
     find(key) -> MISSING for a key never remembered, else its plan or None (one lookup for both)
@@ -83,6 +86,38 @@ def op_key(name: str, tensors, scalars):
         return None
     try:
         return (name, tuple(_tensor(t) for t in tensors), tuple((type(x), x) for x in scalars))
+    except (TypeError, RuntimeError):
+        return None
+
+
+def _optional(t) -> tuple | None:
+    return None if t is None else _tensor(t)
+
+
+def kvcache_key(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
+                page_table, softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits, pack_gqa,
+                return_softmax_lse, backend):
+    """Key of a flash_attn_with_kvcache call, or None. Its checks (kvcache._problems and the shared
+    scale/flag/window/softcap/backend checks) read each tensor's metadata, cache_seqlens' value when it
+    is an int, num_splits' value and pack_gqa's: all in the key, with their exact types."""
+    if not _exact((causal, rotary_interleaved, return_softmax_lse), softmax_scale, backend):
+        return None
+    if (type(window_size) is not tuple or len(window_size) != 2 or not all(type(w) is int for w in window_size)
+            or type(softcap) not in _SOFTCAPS or type(num_splits) is not int
+            or not (pack_gqa is None or type(pack_gqa) is bool)):
+        return None
+    if cache_seqlens is None or type(cache_seqlens) is int:
+        seqlens = (type(cache_seqlens), cache_seqlens)
+    else:
+        seqlens = None   # a tensor, keyed below
+    try:
+        tensors = tuple(_optional(t) for t in (q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_batch_idx,
+                                               cache_leftpad, page_table))
+        if seqlens is None:
+            seqlens = _tensor(cache_seqlens)
+        return ("kvcache", tensors, seqlens, softmax_scale, causal, window_size, (type(softcap), softcap),
+                rotary_interleaved,
+                num_splits, pack_gqa, return_softmax_lse, backend, os.environ.get("FA3LITE_DEBUG"))
     except (TypeError, RuntimeError):
         return None
 

@@ -21,9 +21,11 @@ be captured in a CUDA graph and traced by torch.compile.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
-from . import checks, ops, rotary
+from . import callkey, checks, ops, rotary
 from .api import window_mask
 
 _INDEX_DTYPES = (torch.int32, torch.int64)
@@ -71,59 +73,137 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     Raises:
         fa3lite.InputError listing every invalid argument.
     """
-    problems = _problems(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
-                         cache_leftpad, page_table, num_splits, pack_gqa)
-    problems += checks.scale_problems("softmax_scale", softmax_scale)
-    problems += checks.flag_problems(causal=causal, rotary_interleaved=rotary_interleaved,
-                                     return_softmax_lse=return_softmax_lse)
-    problems += checks.backend_problems(backend) + checks.window_problems(window_size)
-    problems += checks.softcap_problems(softcap)
-    checks.raise_if_any(problems, "flash_attn_with_kvcache")
+    args = (q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
+            page_table)
+    key = callkey.kvcache_key(*args, softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits,
+                              pack_gqa, return_softmax_lse, backend)
+    found = callkey.find(key)
+    if found is callkey.MISSING:
+        problems = _problems(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
+                             cache_leftpad, page_table, num_splits, pack_gqa)
+        problems += checks.scale_problems("softmax_scale", softmax_scale)
+        problems += checks.flag_problems(causal=causal, rotary_interleaved=rotary_interleaved,
+                                         return_softmax_lse=return_softmax_lse)
+        problems += checks.backend_problems(backend) + checks.window_problems(window_size)
+        problems += checks.softcap_problems(softcap)
+        checks.raise_if_any(problems, "flash_attn_with_kvcache")
+    elif found is not None:   # a signature that ran on the kernels: straight to its launch plan
+        with torch.no_grad():
+            return found(*args)
+    layout = _Layout.of(q, k_cache, page_table, k, softmax_scale, causal, window_size, softcap, rotary_interleaved,
+                        num_splits, pack_gqa, return_softmax_lse, backend)
     with torch.no_grad():
-        return _run(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
-                    cache_leftpad, page_table, softmax_scale, causal, window_size, softcap, rotary_interleaved,
-                    pack_gqa, return_softmax_lse, backend, num_splits)
+        qrows, keys, cu_q, cu_k, used_k = layout.inputs(*args)
+        band, causal_offset, local_offset = layout.mask
+        out, lse = ops.varlen_attention(qrows, keys[0], keys[1], cu_q, cu_k, None, used_k, layout.rows,
+                                        layout.rows_per_seq, layout.scale, band, causal_offset, local_offset,
+                                        layout.softcap, None, False, backend, layout.splits)
+        result = layout.outputs(out, lse)
+        callkey.remember(key)
+        if key is not None and ops.varlen_kernels_take(qrows, keys[0], keys[1], layout.scale, layout.softcap, backend):
+            band, causal_offset, local_offset = layout.mask
+            kernel = ops.varlen_forward_plan(qrows, keys[0], keys[1], layout.b, layout.rows, layout.scale, band,
+                                             causal_offset, local_offset, layout.softcap, layout.rows_per_seq,
+                                             layout.splits)
+            callkey.attach(key, _Plan(layout, kernel))
+    return result
 
 
-def _run(q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, leftpad, page_table, softmax_scale,
-         causal, window_size, softcap, interleaved, pack_gqa, return_lse, backend, num_splits):
-    b, sq, hq, d = q.shape
-    paged = page_table is not None
-    rows_per_seq = page_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1]
-    dev = q.device
-    s_new = 0 if k is None else k.shape[1]
-    if k is not None:
-        end = _ends(cache_seqlens, b, rows_per_seq, dev).to(torch.int64)
-        start = None if leftpad is None else leftpad.to(torch.int64)
-        if cos is not None:
-            logical = end if start is None else end - start   # the first appended row's position
-            k = rotary.apply_rotary(k, cos, sin, _positions(logical, s_new, cos.shape[0]), interleaved)
-            # flash_attn's rule: queries of a causal or windowed call are the appended tokens
-            # themselves; otherwise every query sits at the append position.
-            same = not (causal or tuple(window_size) != (-1, -1))
-            q = rotary.apply_rotary(q, cos, sin, _positions(logical, sq, cos.shape[0], same), interleaved)
-        row = _constant(("arange", b, 1), dev) if batch_idx is None else batch_idx.to(torch.int64)
-        for cache, new in ((k_cache, k), (v_cache, v)):
-            _append(cache, new, end, row, page_table)
+@dataclasses.dataclass(frozen=True)
+class _Layout:
+    """What a call signature decides, once: shapes, the pack-GQA choice, the mask, the split count
+    handed to the varlen path. inputs() and outputs() do a call's per-tensor work around the kernel."""
 
-    if paged:
-        keys = [_gathered(c, page_table) for c in (k_cache, v_cache)]
-    else:
-        keys = [c.view(-1, *c.shape[2:]) for c in (k_cache, v_cache)]
-    cu_k, used_k = _key_rows(cache_seqlens, s_new, batch_idx if not paged else None, leftpad, b, rows_per_seq,
-                             keys[0].shape[0], dev)
-    scale = d ** -0.5 if softmax_scale is None else float(softmax_scale)
-    group = hq // k_cache.shape[2]
-    if _packs(pack_gqa, group, sq, causal, window_size):
-        return _packed_gqa(q, keys, cu_k, used_k, rows_per_seq, scale, softcap, group, return_lse, backend,
-                           _kernel_splits(num_splits, group * sq))
-    cu_q = _constant(("arange", b + 1, sq), dev, torch.int32)
-    band, causal_offset, local_offset = window_mask(0, 0, causal, window_size)
-    out, lse = ops.varlen_attention(q.reshape(b * sq, hq, d), keys[0], keys[1], cu_q, cu_k, None, used_k, sq,
-                                    rows_per_seq, scale, band, causal_offset, local_offset, float(softcap), None,
-                                    False, backend, _kernel_splits(num_splits, sq))
-    out = out.view(b, sq, hq, out.shape[-1])
-    return (out, lse.view(hq, b, sq).permute(1, 0, 2).contiguous()) if return_lse else out
+    b: int
+    sq: int
+    hq: int
+    d: int
+    group: int
+    rows_per_seq: int       # key rows each sequence may use: S_cache, or pages * page_size
+    paged: bool
+    packs: bool             # the group's query heads run as one K/V head's rows (_packs)
+    rows: int               # query rows per sequence as the kernel sees them
+    splits: int             # the varlen path's num_splits (_kernel_splits)
+    scale: float
+    mask: tuple             # (banded, causal_offset, local_offset) relative to each sequence's diagonal
+    softcap: float
+    causal: bool
+    windowed: bool
+    interleaved: bool
+    return_lse: bool
+
+    @classmethod
+    def of(cls, q, k_cache, page_table, k, softmax_scale, causal, window_size, softcap, interleaved, num_splits,
+           pack_gqa, return_lse, backend) -> "_Layout":
+        b, sq, hq, d = q.shape
+        paged = page_table is not None
+        group = hq // k_cache.shape[2]
+        packs = _packs(pack_gqa, group, sq, causal, window_size)
+        rows = group * sq if packs else sq
+        mask = (False, 0, None) if packs else window_mask(0, 0, causal, window_size)
+        return cls(b, sq, hq, d, group, page_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1],
+                   paged, packs, rows, _kernel_splits(num_splits, rows),
+                   d ** -0.5 if softmax_scale is None else float(softmax_scale), mask, float(softcap), causal,
+                   tuple(window_size) != (-1, -1), interleaved, return_lse)
+
+    def inputs(self, q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, leftpad, page_table):
+        """Rotary and the append (in place), then the varlen path's (q rows (B * rows, heads, D), [k
+        rows, v rows], cu_seqlens_q, cu_seqlens_k, seqused_k)."""
+        b, sq, dev = self.b, self.sq, q.device
+        s_new = 0 if k is None else k.shape[1]
+        if k is not None:
+            end = _ends(cache_seqlens, b, self.rows_per_seq, dev).to(torch.int64)
+            start = None if leftpad is None else leftpad.to(torch.int64)
+            if cos is not None:
+                logical = end if start is None else end - start   # the first appended row's position
+                k = rotary.apply_rotary(k, cos, sin, _positions(logical, s_new, cos.shape[0]), self.interleaved)
+                # flash_attn's rule: queries of a causal or windowed call are the appended tokens
+                # themselves; otherwise every query sits at the append position.
+                same = not (self.causal or self.windowed)
+                q = rotary.apply_rotary(q, cos, sin, _positions(logical, sq, cos.shape[0], same), self.interleaved)
+            row = _constant(("arange", b, 1), dev) if batch_idx is None else batch_idx.to(torch.int64)
+            for cache, new in ((k_cache, k), (v_cache, v)):
+                _append(cache, new, end, row, page_table)
+        if self.paged:
+            keys = [_gathered(c, page_table) for c in (k_cache, v_cache)]
+        else:
+            keys = [c.view(-1, *c.shape[2:]) for c in (k_cache, v_cache)]
+        cu_k, used_k = _key_rows(cache_seqlens, s_new, batch_idx if not self.paged else None, leftpad, b,
+                                 self.rows_per_seq, keys[0].shape[0], dev)
+        if self.packs:
+            # query head h reads K/V head h // group: (B, Sq, Hk, group, D) -> (B, group, Sq, Hk, D)
+            hk = self.hq // self.group
+            qrows = q.view(b, sq, hk, self.group, self.d).permute(0, 3, 1, 2, 4).reshape(b * self.rows, hk, self.d)
+        else:
+            qrows = q.reshape(b * sq, self.hq, self.d)
+        return qrows, keys, _constant(("arange", b + 1, self.rows), dev, torch.int32), cu_k, used_k
+
+    def outputs(self, out, lse):
+        """out (B, Sq, Hq, Dv) (and lse (B, Hq, Sq)) from the varlen path's (B * rows, heads, Dv) and
+        (heads, B * rows)."""
+        b, sq, hq, dv = self.b, self.sq, self.hq, out.shape[-1]
+        if self.packs:
+            hk = hq // self.group
+            out = out.view(b, self.group, sq, hk, dv).permute(0, 2, 3, 1, 4).reshape(b, sq, hq, dv)
+            if not self.return_lse:
+                return out
+            return out, lse.view(hk, b, self.group, sq).permute(1, 0, 2, 3).reshape(b, hq, sq)
+        out = out.view(b, sq, hq, dv)
+        return (out, lse.view(hq, b, sq).permute(1, 0, 2).contiguous()) if self.return_lse else out
+
+
+class _Plan:
+    """A signature that ran on the kernels: its layout and the varlen kernel's launch plan, called
+    with the same arguments as flash_attn_with_kvcache's tensors (checks and dispatch skipped: the
+    signature's key, fa3lite.callkey, covers everything they read)."""
+
+    def __init__(self, layout: _Layout, kernel):
+        self.layout, self.kernel = layout, kernel
+
+    def __call__(self, *args):
+        qrows, keys, cu_q, cu_k, used_k = self.layout.inputs(*args)
+        out, lse = self.kernel(qrows, keys[0], keys[1], cu_q, cu_k, None, used_k, None)
+        return self.layout.outputs(out, lse)
 
 
 def _ends(cache_seqlens, b: int, rows_per_seq: int, dev) -> torch.Tensor:
@@ -193,27 +273,6 @@ def _packs(pack_gqa, group: int, sq: int, causal: bool, window_size) -> bool:
     so no window, and causal only with one query row (which sees every key, bottom-right aligned)."""
     return (pack_gqa is not False and group > 1 and tuple(window_size) == (-1, -1)
             and (sq == 1 or not causal))
-
-
-def _packed_gqa(q, keys, cu_k, used_k, rows_per_seq: int, scale: float, softcap: float, group: int,
-                return_lse: bool, backend: str, num_splits: int):
-    """Attention with the `group` query heads of each K/V head packed into the query rows of one head:
-    q (B, Sq, Hk * group, D) -> rows (B * group * Sq, Hk, D), sequence b owning rows [b, b + 1) *
-    group * Sq; unmasked (see _packs). A decode step then reads each K/V row once per K/V head
-    instead of once per query head. Returns out (B, Sq, Hq, Dv) (and lse (B, Hq, Sq))."""
-    b, sq, hq, d = q.shape
-    hk = hq // group
-    rows = group * sq
-    # query head h reads K/V head h // group: (B, Sq, Hk, group, D) -> (B, group, Sq, Hk, D)
-    packed = q.view(b, sq, hk, group, d).permute(0, 3, 1, 2, 4).reshape(b * rows, hk, d)
-    cu_q = torch.arange(0, (b + 1) * rows, rows, dtype=torch.int32, device=q.device)
-    out, lse = ops.varlen_attention(packed, keys[0], keys[1], cu_q, cu_k, None, used_k, rows, rows_per_seq, scale,
-                                    False, 0, None, float(softcap), None, False, backend, num_splits)
-    dv = out.shape[-1]
-    out = out.view(b, group, sq, hk, dv).permute(0, 2, 3, 1, 4).reshape(b, sq, hq, dv)
-    if not return_lse:
-        return out
-    return out, lse.view(hk, b, group, sq).permute(1, 0, 2, 3).reshape(b, hq, sq)
 
 
 def _positions(first: torch.Tensor, count: int, limit: int, same: bool = False) -> torch.Tensor:

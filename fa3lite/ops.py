@@ -109,6 +109,27 @@ def kernels_take(q, k, v, softmax_scale: float, softcap: float = 0.0) -> bool:
     return all(callable(getattr(module, entry, None)) for entry in ("forward", "backward"))
 
 
+def varlen_kernels_take(q, k, v, softmax_scale: float, softcap: float, backend: str) -> bool:
+    """Whether the varlen forward would run on the Hopper kernels for these validated (total, H, D)
+    inputs with this backend (not "torch", not while torch.compile traces): then a caller that keeps
+    the signature's launch plan (fa3lite/kvcache.py) may call it directly next time."""
+    if backend == "torch" or torch.compiler.is_compiling():
+        return False
+    return (kernels_take(*(t.unsqueeze(0) for t in (q, k, v)), softmax_scale, softcap)
+            and callable(getattr(_hopper(), "forward_varlen_plan", None)))
+
+
+def varlen_forward_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: float, causal: bool,
+                        causal_offset: int, local_offset: int | None, softcap: float, max_seqlen_k: int,
+                        num_splits: int):
+    """The varlen kernel's launch plan for inputs varlen_kernels_take accepted, with seqused_k and no
+    sink: plan(q, k, v, cu_seqlens_q, cu_seqlens_k, None, seqused_k, None) -> (out, lse). The caller
+    guarantees every query row belongs to a sequence (cu_seqlens_q a full partition), so out and lse
+    are not pre-filled."""
+    return _hopper().forward_varlen_plan(q, k, v, batch, max_seqlen_q, softmax_scale, causal, causal_offset,
+                                         local_offset, softcap, False, True, max_seqlen_k, num_splits, True)
+
+
 def forward_plan(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False,
                  local_offset: int | None = None, softcap: float = 0.0, sink=None):
     """The kernels' launch plan for this forward signature, once a call built one (else None)."""

@@ -144,6 +144,10 @@ class FakeTimer:
                 self.steps += 1
         return [self.ms * 0.9, self.ms, self.ms * 1.1]
 
+    def time_graphed(self, step, n_sets, context=None):
+        self.graphed = getattr(self, "graphed", 0) + 1
+        return self.time(step, n_sets, context)
+
     def host_time(self, call, context=None):
         self.host_calls += 1
         with (context or _null)():
@@ -293,6 +297,21 @@ def test_runner_checks_then_times_and_cudnn_refuses_the_cpu(small_checks, monkey
     assert {c.seqlen for c in runner.checks} == {40, 64}
     assert all("paged16" in c.detail or "contiguous" in c.detail for c in runner.checks)
     assert set(splits) == {0} and not runner.notes()               # FA4 asked for its split heuristic
+    assert timer.graphed == timer.calls                              # every row timed from graph replays
+
+
+def test_an_implementation_that_cannot_be_captured_is_timed_eagerly(small_checks, monkeypatch):
+    _stand_in_fa4(monkeypatch)
+
+    class NoGraphs(FakeTimer):
+        def time_graphed(self, step, n_sets, context=None):
+            raise RuntimeError("operation not permitted when stream is capturing")
+
+    timer = NoGraphs()
+    runner, rows = _decode_run(impl_names=["sdpa", "fa3lite"], timer=timer)
+    assert {m.status for m in rows} == {OK} and timer.calls == len(rows)
+    notes = runner.notes()
+    assert len(notes) == 2 and all("timed eagerly" in n and "capturing" in n for n in notes), notes
 
 
 def test_fa4_without_split_falls_back_once_and_says_so(small_checks, monkeypatch):

@@ -277,3 +277,143 @@ def test_find_tells_never_seen_from_remembered_with_or_without_a_plan():
     assert callkey.find(key) is marker and callkey.plan(key) is marker
     callkey.forget()
     assert callkey.find(key) is callkey.MISSING
+
+
+# ------------------------------------------------------------------------------ flash_attn_with_kvcache
+def _kv_call(q, kc, vc, **kw):
+    args = dict(k=None, v=None, rotary_cos=None, rotary_sin=None, cache_seqlens=None, cache_batch_idx=None,
+                cache_leftpad=None, page_table=None, softmax_scale=None, causal=True, window_size=(-1, -1),
+                softcap=0.0, rotary_interleaved=True, num_splits=0, pack_gqa=None, return_softmax_lse=False,
+                backend="auto")
+    args.update(kw)
+    return args
+
+
+def _kv_key(q, kc, vc, **kw):
+    a = _kv_call(q, kc, vc, **kw)
+    return callkey.kvcache_key(q, kc, vc, a["k"], a["v"], a["rotary_cos"], a["rotary_sin"], a["cache_seqlens"],
+                               a["cache_batch_idx"], a["cache_leftpad"], a["page_table"], a["softmax_scale"],
+                               a["causal"], a["window_size"], a["softcap"], a["rotary_interleaved"], a["num_splits"],
+                               a["pack_gqa"], a["return_softmax_lse"], a["backend"])
+
+
+def _kv_inputs(b=2, sq=1, hq=4, hk=2, d=64, s_cache=40):
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(b, sq, hq, d, generator=g)
+    kc, vc = (torch.randn(b, s_cache, hk, d, generator=g) for _ in range(2))
+    return q, kc, vc
+
+
+@pytest.mark.parametrize("change", ["q shape", "cache stride", "dtype", "alignment", "int seqlens", "tensor seqlens",
+                                    "num_splits", "pack_gqa", "window", "softcap type", "new rows", "debug"])
+def test_kvcache_key_covers_what_the_checks_read(change, monkeypatch):
+    q, kc, vc = _kv_inputs()
+    seqlens = torch.tensor([3, 30], dtype=torch.int32)
+    base = _kv_key(q, kc, vc, cache_seqlens=seqlens)
+    assert base is not None and base == _kv_key(*_kv_inputs(), cache_seqlens=seqlens.clone())
+    if change == "q shape":
+        other = _kv_key(torch.randn(2, 2, 4, 64), kc, vc, cache_seqlens=seqlens)
+    elif change == "cache stride":
+        other = _kv_key(q, kc.transpose(1, 2).contiguous().transpose(1, 2), vc, cache_seqlens=seqlens)
+    elif change == "dtype":
+        other = _kv_key(q, kc, vc, cache_seqlens=seqlens.long())
+    elif change == "alignment":
+        flat = torch.randn(q.numel() + 1)
+        other = _kv_key(flat[1:].view(q.shape), kc, vc, cache_seqlens=seqlens)
+    elif change == "int seqlens":
+        assert _kv_key(q, kc, vc, cache_seqlens=5) != _kv_key(q, kc, vc, cache_seqlens=6)
+        other = _kv_key(q, kc, vc, cache_seqlens=5)
+    elif change == "tensor seqlens":
+        other = _kv_key(q, kc, vc, cache_seqlens=torch.tensor([3, 30, 1], dtype=torch.int32))
+    elif change == "num_splits":
+        other = _kv_key(q, kc, vc, cache_seqlens=seqlens, num_splits=3)
+    elif change == "pack_gqa":
+        other = _kv_key(q, kc, vc, cache_seqlens=seqlens, pack_gqa=False)
+    elif change == "window":
+        other = _kv_key(q, kc, vc, cache_seqlens=seqlens, window_size=(8, 0))
+    elif change == "softcap type":
+        assert _kv_key(q, kc, vc, cache_seqlens=seqlens, softcap=1) != _kv_key(q, kc, vc, cache_seqlens=seqlens,
+                                                                               softcap=1.0)
+        other = _kv_key(q, kc, vc, cache_seqlens=seqlens, softcap=1)
+    elif change == "new rows":
+        new = torch.randn(2, 1, 2, 64)
+        other = _kv_key(q, kc, vc, cache_seqlens=seqlens, k=new, v=new)
+    else:
+        monkeypatch.setenv("FA3LITE_DEBUG", "1")
+        other = _kv_key(q, kc, vc, cache_seqlens=seqlens)
+    assert other != base
+    # loose types get no key at all
+    assert _kv_key(q, kc, vc, cache_seqlens=True) is None and _kv_key(q, kc, vc, num_splits=2.0) is None
+    assert _kv_key(q, kc, vc, window_size=[-1, -1]) is None and _kv_key(q, kc, vc, pack_gqa=1) is None
+
+
+@pytest.fixture
+def varlen_kernels_on_cpu(monkeypatch):
+    """The varlen "kernels" are the fallback for CPU tensors; counts launch-plan builds and calls."""
+    from fa3lite import hopper
+
+    seen = {"plans": 0, "planned_calls": 0, "checks": 0}
+    monkeypatch.setattr(checks, "kernel_reasons", lambda *a, **k: [])
+
+    def forward_varlen(q, k, v, cu_q, cu_k, max_q, scale, causal, causal_offset, local_offset=None, softcap=0.0,
+                       sink=None, seqused_q=None, seqused_k=None, max_seqlen_k=0, num_splits=-1):
+        return fallback.forward_varlen(q, k, v, cu_q, cu_k, scale, causal, causal_offset, local_offset, softcap,
+                                       sink, seqused_q, seqused_k)
+
+    def forward_varlen_plan(q, k, v, batch, max_q, scale, causal, causal_offset, local_offset, softcap, has_sink,
+                            seqused, max_seqlen_k=0, num_splits=-1, rows_covered=False):
+        assert rows_covered     # the kvcache layout gives every query row to a sequence
+        seen["plans"] += 1
+
+        def plan(q, k, v, cu_q, cu_k, seqused_q, seqused_k, sink):
+            seen["planned_calls"] += 1
+            return forward_varlen(q, k, v, cu_q, cu_k, max_q, scale, causal, causal_offset, local_offset, softcap,
+                                  sink, seqused_q, seqused_k)
+        return plan
+
+    real_problems = fa3lite.kvcache._problems
+
+    def problems(*a):
+        seen["checks"] += 1
+        return real_problems(*a)
+
+    monkeypatch.setattr(hopper, "forward_varlen", forward_varlen)
+    monkeypatch.setattr(hopper, "forward_varlen_plan", forward_varlen_plan)
+    monkeypatch.setattr(fa3lite.kvcache, "_problems", problems)
+    callkey.forget()
+    yield seen
+    callkey.forget()
+
+
+@pytest.mark.parametrize("appends", [False, True])
+@pytest.mark.parametrize("sq", [1, 3])
+def test_kvcache_repeat_goes_to_the_plan_with_the_same_result(varlen_kernels_on_cpu, appends, sq):
+    """A repeated signature skips the checks and the dispatch and calls the attached plan; results and
+    the cache after an append equal the first call's (which took the full path); lse too."""
+    seen = varlen_kernels_on_cpu
+    q, kc, vc = _kv_inputs(sq=sq)
+    new = [torch.randn(2, sq, 2, 64, generator=torch.Generator().manual_seed(s)) for s in (1, 2)] if appends \
+        else [None, None]
+    seqlens = torch.tensor([3, 30], dtype=torch.int32)
+    results, caches = [], []
+    for _ in range(3):
+        kcc, vcc = kc.clone(), vc.clone()
+        results.append(fa3lite.flash_attn_with_kvcache(q, kcc, vcc, new[0], new[1], cache_seqlens=seqlens,
+                                                       causal=True, return_softmax_lse=True))
+        caches.append((kcc, vcc))
+    assert seen == {"plans": 1, "planned_calls": 2, "checks": 1}
+    for (out, lse), (kcc, vcc) in zip(results[1:], caches[1:]):
+        assert torch.equal(out, results[0][0]) and torch.equal(lse, results[0][1])
+        assert torch.equal(kcc, caches[0][0]) and torch.equal(vcc, caches[0][1])
+    want = fa3lite.flash_attn_with_kvcache(q, caches[0][0].clone() if not appends else kc.clone(),
+                                           vc.clone(), new[0], new[1], cache_seqlens=seqlens, causal=True,
+                                           return_softmax_lse=True, backend="torch")
+    torch.testing.assert_close(results[0][0], want[0])
+    # another signature is checked again; an invalid call is never hidden by a remembered one
+    assert seen["checks"] == 2                             # backend="torch": another signature
+    fa3lite.flash_attn_with_kvcache(q, kc.clone(), vc.clone(), cache_seqlens=seqlens, causal=False)
+    assert seen["checks"] == 3
+    with pytest.raises(fa3lite.InputError, match="num_splits"):
+        fa3lite.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, causal=True, num_splits=-1)
+    with pytest.raises(fa3lite.InputError, match="cache_seqlens"):
+        fa3lite.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=41, causal=True)

@@ -10,7 +10,10 @@ them where they belong. Verdicts are kept per (implementation, reduced case): th
 only in their full cache length share one check. A WRONG answer is recorded and not timed; a refusal
 or an exception is UNSUPPORTED (OOM), as in the grid.
 
-Timing: forward without grad, timer.time over input sets rotated past L2 (decode_sets); a case's
+Timing: forward without grad over input sets rotated past L2 (decode_sets), one call per set captured
+in a CUDA graph and the graph replayed (timer.time_graphed): the GPU's time per decode step without
+host gaps, as servers replay captured steps (the host's cost per call is its own table). An
+implementation whose call cannot be captured is timed eagerly (timer.time), with a note. A case's
 sets are made once and shared by its implementations; fa3lite's two rows run last (a fault of the
 kernels under test leaves the peers measured; the appending row, which writes the cache, after all).
 """
@@ -78,7 +81,8 @@ def _same_shape(out: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
 
 class DecodeRunner:
     """Checks and times the decode cases. impls: decode_impls.DecodeImpl objects; timer: .time(step,
-    n_sets, context) -> [ms] and .host_time(call, context=) -> (host_us, wall_us), as GridRunner's;
+    n_sets, context) -> [ms], .time_graphed (the same, from CUDA-graph replays) and
+    .host_time(call, context=) -> (host_us, wall_us), as GridRunner's;
     absent: {impl name: reason}. Rows gather in `rows` as each case finishes (kept when interrupted),
     check records in `checks`."""
 
@@ -97,6 +101,7 @@ class DecodeRunner:
         self.checks: list[CheckRecord] = []
         self.fatal: str | None = None  # set once the CUDA context is lost: nothing more can run
         self._verdicts: dict[tuple, tuple[str, str]] = {}
+        self._eager: dict[str, str] = {}   # impl name -> why its calls could not be graph-captured
         self._check_data: tuple | None = None  # (reduced case, inputs, ref, pt) of the latest check
 
     def run(self, cases: list[DecodeCase]) -> list[DecodeMeasurement]:
@@ -110,8 +115,11 @@ class DecodeRunner:
         return float(sum(case.kv_bytes for case in cases for _ in self._live()))
 
     def notes(self) -> list[str]:
-        """What the adapters decided on the way (decode_impls.DecodeImpl.notes)."""
-        return [note for impl in self.impls for note in impl.notes]
+        """What the adapters decided on the way (decode_impls.DecodeImpl.notes), and which were timed
+        eagerly because their call could not be captured in a CUDA graph."""
+        eager = [f"{name}: timed eagerly (host gaps included), CUDA-graph capture failed: {why}"
+                 for name, why in self._eager.items()]
+        return [note for impl in self.impls for note in impl.notes] + eager
 
     def _live(self):
         return [i for i in self.impls if i.name not in self.absent]
@@ -156,7 +164,7 @@ class DecodeRunner:
             if "sets" not in shared:
                 shared["sets"] = self._timing_sets(case)
             bound = guarded(lambda: impl.bind(case, self.device))
-            times = guarded(functools.partial(self._time, bound, shared["sets"]))
+            times = guarded(functools.partial(self._time, bound, shared["sets"], impl.name))
         except Refused as r:
             return DecodeMeasurement(impl.name, case, r.status, reason=r.reason)
         except Exception as exc:
@@ -164,11 +172,19 @@ class DecodeRunner:
                                      reason="inputs: " + exception_reason(exc))
         return DecodeMeasurement(impl.name, case, OK, Stats.of(times))
 
-    def _time(self, bound: DecodeBound, sets) -> list[float]:
+    def _time(self, bound: DecodeBound, sets, impl_name: str = "") -> list[float]:
         def step(i):
             bound.call(sets[i])
 
-        return self.timer.time(step, len(sets), _entered(bound.context, torch.no_grad))
+        context = _entered(bound.context, torch.no_grad)
+        if impl_name not in self._eager:
+            try:
+                return self.timer.time_graphed(step, len(sets), context)
+            except Exception as exc:   # capture unsupported by this implementation: time it eagerly
+                if is_fatal(exception_reason(exc)):
+                    raise
+                self._eager[impl_name] = exception_reason(exc)
+        return self.timer.time(step, len(sets), context)
 
     def _check(self, impl, small: DecodeCase) -> tuple[str, str]:
         """(status, detail) of impl at the reduced case, computed once per (impl, case) and recorded

@@ -177,7 +177,8 @@ def format_report(run: BenchRun, labels: dict[str, str], host_shape: str) -> str
     decode_run = bool(cfg.get("decode"))
     if decode_run:
         header.append(f"decode grid ({cfg.get('decode')}), {cfg.get('dtype')}, median of {cfg.get('reps')} reps; "
-                      "each call timed between CUDA events with the host queued ahead, inputs rotated past L2")
+                      "CUDA-graph replays of one call per input set (the GPU's time, no host gaps; host time "
+                      "per call below), inputs rotated past L2")
     else:
         header += [
             f"{cfg.get('dtype')}, {cfg.get('tokens')} tokens per batch, width {cfg.get('width')} (H = width/d), "

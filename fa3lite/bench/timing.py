@@ -87,6 +87,31 @@ class CudaTimer:
             torch.cuda.synchronize()
         return [s.elapsed_time(e) for s, e in zip(starts, ends)]
 
+    def time_graphed(self, step, n_sets: int, context=contextlib.nullcontext) -> list[float]:
+        """Per-call milliseconds from CUDA-graph replays: step(0) .. step(n_sets - 1) captured once (after
+        the warm-up, outside the capture), the graph replayed `reps` times between events, each replay's
+        time divided by n_sets. No host work between the calls: the GPU's time only, as a server that
+        replays captured decode steps sees it. Raises what the capture raises (the caller times eagerly)."""
+        with context():
+            for i in range(max(self.warmup, n_sets)):
+                step(i % n_sets)
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for i in range(n_sets):
+                    step(i)
+            graph.replay()
+            torch.cuda.synchronize()
+            starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
+            ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
+            for r in range(self.reps):
+                starts[r].record()
+                graph.replay()
+                ends[r].record()
+            torch.cuda.synchronize()
+            del graph
+        return [s.elapsed_time(e) / n_sets for s, e in zip(starts, ends)]
+
     def host_time(self, call, calls: int = 100, batches: int = 5, context=contextlib.nullcontext):
         """Median host microseconds to issue one call, calls issued back to back without syncing.
 

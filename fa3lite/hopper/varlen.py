@@ -31,6 +31,11 @@ from .common import DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build,
 
 _MAP_BYTES = 128
 _MAPS_PER_CTA = 3     # q, k, v
+_ALIGN = 128          # a tensor map's alignment (and a generous one for the f32 accumulators)
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // _ALIGN) * _ALIGN
 
 
 @functools.cache
@@ -52,7 +57,7 @@ class _VarlenPlan:
     in addresses."""
 
     def __init__(self, q, k, v, batch: int, max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, mask,
-                 softcap: float, has_sink: bool, seqused: bool, num_splits: int):
+                 softcap: float, has_sink: bool, seqused: bool, num_splits: int, rows_covered: bool = False):
         total_q, Hq, D = q.shape
         Hk, Dv = k.shape[1], v.shape[2]
         banded, causal_offset, local_offset = mask
@@ -82,9 +87,17 @@ class _VarlenPlan:
             num_tiles=ctas, num_splits=self.splits, causal_offset=causal_offset, local_offset=local_offset,
             **score_scales(softmax_scale, softcap),
         )
+        # rows_covered: every row belongs to a sequence (the caller's layout says so), so the kernel
+        # (or the combine) writes all of out and lse and they need no fill.
+        self.rows_covered = rows_covered
+        # One workspace per call: the CTAs' maps, then (split) the partial O and LSE, each 128-byte aligned.
+        self.maps_bytes = _aligned(self.ctas * _MAPS_PER_CTA * _MAP_BYTES)
+        self.work_bytes = self.maps_bytes
         self.combine = None
         if self.splits > 1:   # partial results, then the combine kernel (hopper/combine.py)
-            self.accum_shapes = ((self.splits, total_q, Hq, Dv), (self.splits, Hq, total_q))
+            o_bytes = _aligned(4 * self.splits * total_q * Hq * Dv)
+            self.accum_offsets = (self.maps_bytes, self.maps_bytes + o_bytes)
+            self.work_bytes += o_bytes + _aligned(4 * self.splits * Hq * total_q)
             self.accum_at = (FWD_PARAMS.offsets["o_accum"], FWD_PARAMS.offsets["lse_accum"])
             cv = combine.CombineVariant(DTYPE_NAMES[q.dtype], Dv)
             self.combine = combine.loaded(cv, self.dev)
@@ -105,15 +118,21 @@ class _VarlenPlan:
         self.sink_at = at["sink"] if has_sink else None
 
     def __call__(self, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q=None, seqused_k=None, sink=None):
-        out = torch.zeros(self.out_shape, dtype=self.dtype, device=self.device)
-        lse = torch.full(self.lse_shape, float("-inf"), dtype=torch.float32, device=self.device)
-        maps = torch.empty((self.ctas * _MAPS_PER_CTA * _MAP_BYTES,), dtype=torch.uint8, device=self.device)
+        if self.rows_covered:
+            out = torch.empty(self.out_shape, dtype=self.dtype, device=self.device)
+            lse = torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
+        else:
+            out = torch.zeros(self.out_shape, dtype=self.dtype, device=self.device)
+            lse = torch.full(self.lse_shape, float("-inf"), dtype=torch.float32, device=self.device)
+        work = torch.empty((self.work_bytes,), dtype=torch.uint8, device=self.device)
+        base = work.data_ptr()
         block = launch.staging_view(len(self.template))
         block[:len(self.template)] = self.template
         for (at, maker), t in zip(self.slots, (q, k, v)):
             block[at:at + _MAP_BYTES] = maker(t.data_ptr())
-        for at, t in zip(self.ptr_at, (cu_seqlens_q, cu_seqlens_k, q, k, v, out, lse, maps)):
-            PTR.pack_into(block, at, t.data_ptr())
+        for at, ptr in zip(self.ptr_at, (cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), q.data_ptr(), k.data_ptr(),
+                                         v.data_ptr(), out.data_ptr(), lse.data_ptr(), base)):
+            PTR.pack_into(block, at, ptr)
         if self.seqused_at is not None:
             for at, t in zip(self.seqused_at, (seqused_q, seqused_k)):
                 PTR.pack_into(block, at, t.data_ptr() if t is not None else 0)
@@ -123,13 +142,13 @@ class _VarlenPlan:
         if self.combine is None:
             launch.launch_staged(self.kernel, self.grid, self.threads, self.dev, stream)
             return out, lse
-        o_accum, lse_accum = (torch.empty(s, dtype=torch.float32, device=self.device) for s in self.accum_shapes)
-        for at, t in zip(self.accum_at, (o_accum, lse_accum)):
-            PTR.pack_into(block, at, t.data_ptr())
+        o_accum, lse_accum = (base + offset for offset in self.accum_offsets)
+        for at, ptr in zip(self.accum_at, (o_accum, lse_accum)):
+            PTR.pack_into(block, at, ptr)
         with on_device(self.dev):
             launch.launch_current(self.kernel, self.grid, self.threads, self.dev, stream)
             bwd.launch_packed(self.combine, self.combine_grid, combine.THREADS, self.dev, self.combine_template,
-                              zip(self.combine_at, (o_accum.data_ptr(), lse_accum.data_ptr(), out.data_ptr(),
+                              zip(self.combine_at, (o_accum, lse_accum, out.data_ptr(),
                                                     lse.data_ptr(), 0 if sink is None else sink.data_ptr(),
                                                     cu_seqlens_q.data_ptr(),
                                                     0 if seqused_q is None else seqused_q.data_ptr())),
@@ -156,19 +175,33 @@ def forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, softm
         if sink is not None and k.shape[0] == 0:
             return out, sink.float().view(Hq, 1).expand(Hq, total_q).contiguous()
         return out, torch.full((Hq, total_q), float("-inf"), dtype=torch.float32, device=q.device)
+    plan = forward_varlen_plan(q, k, v, batch, max_seqlen_q, softmax_scale, causal, causal_offset, local_offset,
+                               softcap, sink is not None, seqused_q is not None or seqused_k is not None,
+                               max_seqlen_k, num_splits)
+    return plan(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, sink)
+
+
+def forward_varlen_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: float, causal: bool,
+                        causal_offset: int, local_offset: int | None, softcap: float, has_sink: bool,
+                        seqused: bool, max_seqlen_k: int = 0, num_splits: int = -1,
+                        rows_covered: bool = False) -> _VarlenPlan:
+    """The launch plan forward_varlen runs for this signature (built on first use): call it as
+    plan(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, sink) -> (out, lse) with tensors
+    of the signature's shapes, strides, dtype and device, and at least one query row and key (the
+    callers that keep a plan, fa3lite/kvcache.py, check that once). rows_covered: the caller's
+    cu_seqlens_q / seqused_q give every row of q to a sequence, so out and lse need no fill."""
     mask = band(causal, causal_offset, local_offset)
-    seqused = seqused_q is not None or seqused_k is not None
     key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, q.device, batch, max_seqlen_q, mask,
-           softmax_scale, softcap, sink is not None, seqused, debug_build(), num_splits,
-           max_seqlen_k if num_splits == 0 else 0)
+           softmax_scale, softcap, has_sink, seqused, debug_build(), num_splits, max_seqlen_k if num_splits == 0 else 0,
+           rows_covered)
     plan = _plans.get(key)
     if plan is None:
-        plan = _VarlenPlan(q, k, v, batch, max_seqlen_q, max_seqlen_k, softmax_scale, mask, softcap, sink is not None,
-                           seqused, num_splits)
+        plan = _VarlenPlan(q, k, v, batch, max_seqlen_q, max_seqlen_k, softmax_scale, mask, softcap, has_sink,
+                           seqused, num_splits, rows_covered)
         if len(_plans) >= PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan
-    return plan(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, sink)
+    return plan
 
 
 class _VarlenBwdPlan:
