@@ -200,18 +200,31 @@ def _sequences(cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k):
 
 
 def forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale: float, causal: bool, causal_offset: int,
-                   local_offset: int | None = None, softcap: float = 0.0, sink=None, seqused_q=None, seqused_k=None):
+                   local_offset: int | None = None, softcap: float = 0.0, sink=None, seqused_q=None, seqused_k=None,
+                   pack_group: int = 1):
     """Varlen forward, one sequence at a time (fa3lite/hopper/varlen.py has the layout and the mask:
     the offsets are relative to each sequence's diagonal). Returns out (total_q, Hq, D) in q.dtype,
-    zero in rows no sequence uses, and lse (Hq, total_q) float32, -inf there."""
+    zero in rows no sequence uses, and lse (Hq, total_q) float32, -inf there.
+    pack_group G > 1 (packed GQA, no sink): a sequence's rows are (query position, g) pairs of K/V
+    head h's query head h * G + g, so q has Hk heads and each sequence G * positions rows; unpacked
+    to (positions, Hk * G) heads for the math and packed back."""
     out = torch.zeros((*q.shape[:2], v.shape[2]), dtype=q.dtype, device=q.device)
     lse = torch.full((q.shape[1], q.shape[0]), -math.inf, dtype=torch.float32, device=q.device)
+    hk, g = q.shape[1], pack_group
     for qs, sq, ks, sk in _sequences(cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k):
-        o, l = forward(q[qs:qs + sq].unsqueeze(0), k[ks:ks + sk].unsqueeze(0), v[ks:ks + sk].unsqueeze(0),
-                       softmax_scale, causal, causal_offset + sk - sq,
-                       None if local_offset is None else local_offset + sk - sq, softcap, sink)
-        out[qs:qs + sq] = o[0]
-        lse[:, qs:qs + sq] = l[0]
+        rows = q[qs:qs + sq]
+        positions = sq // g
+        if g > 1:   # (positions, G, Hk, D) -> (positions, Hk * G, D)
+            rows = rows.view(positions, g, hk, -1).transpose(1, 2).reshape(positions, hk * g, -1)
+        o, l = forward(rows.unsqueeze(0), k[ks:ks + sk].unsqueeze(0), v[ks:ks + sk].unsqueeze(0),
+                       softmax_scale, causal, causal_offset + sk - positions,
+                       None if local_offset is None else local_offset + sk - positions, softcap, sink)
+        o, l = o[0], l[0]
+        if g > 1:
+            o = o.view(positions, hk, g, -1).transpose(1, 2).reshape(sq, hk, -1)
+            l = l.view(hk, g, positions).transpose(1, 2).reshape(hk, sq)
+        out[qs:qs + sq] = o
+        lse[:, qs:qs + sq] = l
     return out, lse
 
 

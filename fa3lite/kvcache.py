@@ -12,12 +12,14 @@ query rows (B * Sq, Hq, D); keys read in place from the cache viewed as (B_cache
 sequence b starting at row cache_batch_idx[b] * S_cache + cache_leftpad[b] and using seqused_k[b]
 rows. A paged cache is first gathered per batch row into a contiguous (B, pages * page_size, Hk, D)
 copy (one read and one write of the pages in use; a kernel reading pages in place is open work,
-issue 13). With GQA, where every query row sees the same keys (one query row, or no mask), the query
-heads that share a K/V head are packed into the rows of one head (pack_gqa), so each K/V row is read
-once per K/V head, not once per query head. Where a sequence's query rows fit one 64-row tile (a
-decode step), the split-KV kernel runs: each tile's keys shared over num_splits CTAs (0: chosen from
-the shape and SM count, fa3lite/hopper/splits.py), their partial results merged by a combine kernel. Nothing reads device values on the host, so the call can
-be captured in a CUDA graph and traced by torch.compile.
+issue 13). With GQA the query heads that share a K/V head are packed into the rows of one head
+(pack_gqa; rows (position, head in group), each keeping its position's causal or window mask), so
+each K/V row is read once per K/V head, not once per query head. Where a sequence's query rows fit
+one 64-row tile (a decode step), the split-KV kernel runs: each tile's keys shared over num_splits
+CTAs (0: chosen from the shape and SM count, fa3lite/hopper/splits.py), their partial results merged
+by a combine kernel. Nothing reads device values on the host, so the call can be captured in a CUDA
+graph and traced by torch.compile. A repeated call signature (fa3lite.callkey) skips the checks and
+goes straight to its launch plan.
 """
 from __future__ import annotations
 
@@ -63,8 +65,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         num_splits: 0 (chosen from the shape) or the number of CTAs that share one query tile's keys
             (at most 128; 1: no split). The split kernel runs where a sequence's (packed) query rows fit
             one 64-row tile, or with num_splits > 1.
-        pack_gqa: None or True packs the query heads of each K/V head into one head's rows where that
-            gives the same result (GQA, no window, causal only with one query row); False never.
+        pack_gqa: None or True packs the query heads of each K/V head into one head's rows (with
+            GQA; the result is the same); False never.
         return_softmax_lse: also return lse (B, Hq, Sq) float32, natural log.
 
     Returns:
@@ -97,14 +99,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         band, causal_offset, local_offset = layout.mask
         out, lse = ops.varlen_attention(qrows, keys[0], keys[1], cu_q, cu_k, None, used_k, layout.rows,
                                         layout.rows_per_seq, layout.scale, band, causal_offset, local_offset,
-                                        layout.softcap, None, False, backend, layout.splits)
+                                        layout.softcap, None, False, backend, layout.splits, layout.pack_group)
         result = layout.outputs(out, lse)
         callkey.remember(key)
         if key is not None and ops.varlen_kernels_take(qrows, keys[0], keys[1], layout.scale, layout.softcap, backend):
             band, causal_offset, local_offset = layout.mask
             kernel = ops.varlen_forward_plan(qrows, keys[0], keys[1], layout.b, layout.rows, layout.scale, band,
                                              causal_offset, local_offset, layout.softcap, layout.rows_per_seq,
-                                             layout.splits)
+                                             layout.splits, layout.pack_group)
             callkey.attach(key, _Plan(layout, kernel))
     return result
 
@@ -138,13 +140,17 @@ class _Layout:
         b, sq, hq, d = q.shape
         paged = page_table is not None
         group = hq // k_cache.shape[2]
-        packs = _packs(pack_gqa, group, sq, causal, window_size)
+        packs = _packs(pack_gqa, group)
         rows = group * sq if packs else sq
-        mask = (False, 0, None) if packs else window_mask(0, 0, causal, window_size)
         return cls(b, sq, hq, d, group, page_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1],
                    paged, packs, rows, _kernel_splits(num_splits, rows),
-                   d ** -0.5 if softmax_scale is None else float(softmax_scale), mask, float(softcap), causal,
+                   d ** -0.5 if softmax_scale is None else float(softmax_scale), window_mask(0, 0, causal, window_size),
+                   float(softcap), causal,
                    tuple(window_size) != (-1, -1), interleaved, return_lse)
+
+    @property
+    def pack_group(self) -> int:
+        return self.group if self.packs else 1
 
     def inputs(self, q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, leftpad, page_table):
         """Rotary and the append (in place), then the varlen path's (q rows (B * rows, heads, D), [k
@@ -171,9 +177,10 @@ class _Layout:
         cu_k, used_k = _key_rows(cache_seqlens, s_new, batch_idx if not self.paged else None, leftpad, b,
                                  self.rows_per_seq, keys[0].shape[0], dev)
         if self.packs:
-            # query head h reads K/V head h // group: (B, Sq, Hk, group, D) -> (B, group, Sq, Hk, D)
+            # query head h reads K/V head h // group; a position's group of heads on adjacent rows:
+            # (B, Sq, Hk, group, D) -> (B, Sq, group, Hk, D), rows (position, g) of each sequence
             hk = self.hq // self.group
-            qrows = q.view(b, sq, hk, self.group, self.d).permute(0, 3, 1, 2, 4).reshape(b * self.rows, hk, self.d)
+            qrows = q.view(b, sq, hk, self.group, self.d).transpose(2, 3).reshape(b * self.rows, hk, self.d)
         else:
             qrows = q.reshape(b * sq, self.hq, self.d)
         return qrows, keys, _constant(("arange", b + 1, self.rows), dev, torch.int32), cu_k, used_k
@@ -184,10 +191,10 @@ class _Layout:
         b, sq, hq, dv = self.b, self.sq, self.hq, out.shape[-1]
         if self.packs:
             hk = hq // self.group
-            out = out.view(b, self.group, sq, hk, dv).permute(0, 2, 3, 1, 4).reshape(b, sq, hq, dv)
+            out = out.view(b, sq, self.group, hk, dv).transpose(2, 3).reshape(b, sq, hq, dv)
             if not self.return_lse:
                 return out
-            return out, lse.view(hk, b, self.group, sq).permute(1, 0, 2, 3).reshape(b, hq, sq)
+            return out, lse.view(hk, b, sq, self.group).permute(1, 0, 3, 2).reshape(b, hq, sq)
         out = out.view(b, sq, hq, dv)
         return (out, lse.view(hq, b, sq).permute(1, 0, 2).contiguous()) if self.return_lse else out
 
@@ -267,12 +274,11 @@ def _kernel_splits(num_splits: int, rows: int) -> int:
     return num_splits if num_splits > 1 or rows <= DECODE_ROWS else -1
 
 
-def _packs(pack_gqa, group: int, sq: int, causal: bool, window_size) -> bool:
+def _packs(pack_gqa, group: int) -> bool:
     """Whether the query heads that share a K/V head run as rows of one head (pack_gqa None or True;
-    False never packs). Only where it gives the same result: every packed row must see the same keys,
-    so no window, and causal only with one query row (which sees every key, bottom-right aligned)."""
-    return (pack_gqa is not False and group > 1 and tuple(window_size) == (-1, -1)
-            and (sq == 1 or not causal))
+    False never packs): with GQA. Each packed row keeps its query position's mask (the kernels'
+    pack_group, cuda_src/attention/mask.cuh; fallback.forward_varlen unpacks), so any mask packs."""
+    return pack_gqa is not False and group > 1
 
 
 def _positions(first: torch.Tensor, count: int, limit: int, same: bool = False) -> torch.Tensor:

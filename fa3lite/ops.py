@@ -121,13 +121,14 @@ def varlen_kernels_take(q, k, v, softmax_scale: float, softcap: float, backend: 
 
 def varlen_forward_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: float, causal: bool,
                         causal_offset: int, local_offset: int | None, softcap: float, max_seqlen_k: int,
-                        num_splits: int):
+                        num_splits: int, pack_group: int = 1):
     """The varlen kernel's launch plan for inputs varlen_kernels_take accepted, with seqused_k and no
     sink: plan(q, k, v, cu_seqlens_q, cu_seqlens_k, None, seqused_k, None) -> (out, lse). The caller
     guarantees every query row belongs to a sequence (cu_seqlens_q a full partition), so out and lse
     are not pre-filled."""
     return _hopper().forward_varlen_plan(q, k, v, batch, max_seqlen_q, softmax_scale, causal, causal_offset,
-                                         local_offset, softcap, False, True, max_seqlen_k, num_splits, True)
+                                         local_offset, softcap, False, True, max_seqlen_k, num_splits, True,
+                                         pack_group)
 
 
 def forward_plan(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False,
@@ -425,16 +426,17 @@ def _varlen_module(q, k, v, softmax_scale, backend, entry, softcap):
 
 
 def _varlen_fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
-                     softmax_scale, causal, causal_offset, local_offset, softcap, sink, backend, num_splits):
+                     softmax_scale, causal, causal_offset, local_offset, softcap, sink, backend, num_splits,
+                     pack_group=1):
     module = _varlen_module(q, k, v, softmax_scale, backend, "forward_varlen", softcap)
     if module is not None:
         result = _on_kernels(backend, lambda: module.forward_varlen(
             q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, softmax_scale, causal, causal_offset, local_offset,
-            softcap, kernel_sink(sink), seqused_q, seqused_k, max_seqlen_k, num_splits))
+            softcap, kernel_sink(sink), seqused_q, seqused_k, max_seqlen_k, num_splits, pack_group))
         if result is not None:
             return result
     out, lse = fallback.forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale, causal, causal_offset,
-                                       local_offset, softcap, sink, seqused_q, seqused_k)
+                                       local_offset, softcap, sink, seqused_q, seqused_k, pack_group)
     return out.contiguous(), lse.contiguous()
 
 
@@ -462,17 +464,18 @@ def varlen_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: 
                cu_seqlens_k: torch.Tensor, seqused_q: torch.Tensor | None, seqused_k: torch.Tensor | None,
                max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, causal: bool, causal_offset: int,
                local_offset: int | None, softcap: float, sink: torch.Tensor | None, deterministic: bool,
-               backend: str, num_splits: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
+               backend: str, num_splits: int = -1, pack_group: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     checks.raise_if_any(checks.varlen_op_problems(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                                   seqused_q, seqused_k, softcap, sink, backend), "fa3lite::varlen_fwd")
     return _varlen_fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
-                            softmax_scale, causal, causal_offset, local_offset, softcap, sink, backend, num_splits)
+                            softmax_scale, causal, causal_offset, local_offset, softcap, sink, backend, num_splits,
+                            pack_group)
 
 
 @varlen_fwd.register_fake
 def _varlen_fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
                      softmax_scale, causal, causal_offset, local_offset, softcap, sink, deterministic, backend,
-                     num_splits=-1):
+                     num_splits=-1, pack_group=1):
     return q.new_empty((*q.shape[:2], v.shape[2])), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
 
 
@@ -505,6 +508,8 @@ _VARLEN_SINK_INDEX = 14   # sink's position among varlen_fwd's arguments
 def _varlen_setup_context(ctx, inputs, output):
     q, k, v, cu_q, cu_k, used_q, used_k, max_q, max_k = inputs[:9]
     scale, causal, causal_offset, local_offset, softcap, sink, deterministic, backend = inputs[9:17]
+    if len(inputs) > 18 and inputs[18] != 1:
+        raise NotImplementedError("fa3lite::varlen_fwd: packed GQA (pack_group > 1) is inference only")
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, used_q, used_k, sink)
     ctx.args = (max_q, max_k, scale, causal, causal_offset, local_offset, softcap)
@@ -529,13 +534,15 @@ varlen_fwd.register_autograd(_varlen_backward, setup_context=_varlen_setup_conte
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q: int,
                      max_seqlen_k: int, softmax_scale: float, causal: bool, causal_offset: int,
                      local_offset: int | None, softcap: float, sink, deterministic: bool, backend: str,
-                     num_splits: int = -1):
+                     num_splits: int = -1, pack_group: int = 1):
     """(out, lse) of validated varlen arguments: straight to the implementation when no autograd node
     is needed, else through the custom op (which records it; also while torch.compile traces).
-    num_splits: -1 the dense varlen kernels; >= 0 the split-KV decode kernel (hopper/varlen.py)."""
+    num_splits: -1 the dense varlen kernels; >= 0 the split-KV decode kernel (hopper/varlen.py).
+    pack_group: rows per query position (packed GQA, inference only; fallback.forward_varlen)."""
     if not torch.compiler.is_compiling() and not autograd_needed(q, k, v, sink):
         return _varlen_fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
-                                softmax_scale, causal, causal_offset, local_offset, softcap, sink, backend, num_splits)
+                                softmax_scale, causal, causal_offset, local_offset, softcap, sink, backend, num_splits,
+                                pack_group)
     return torch.ops.fa3lite.varlen_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
                                         max_seqlen_k, softmax_scale, causal, causal_offset, local_offset, softcap,
-                                        sink, deterministic, backend, num_splits)
+                                        sink, deterministic, backend, num_splits, pack_group)

@@ -104,8 +104,8 @@ FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("o_accum", "ptr"), ("lse_accum", "ptr"),
     ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
-    ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("num_splits", "i32"), ("causal_offset", "i32"),
-    ("local_offset", "i32"),
+    ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("num_splits", "i32"), ("pack_group", "i32"),
+    ("causal_offset", "i32"), ("local_offset", "i32"),
     ("scale_log2", "f32"), ("softcap_scale", "f32"),
 ))
 

@@ -356,19 +356,19 @@ def varlen_kernels_on_cpu(monkeypatch):
     monkeypatch.setattr(checks, "kernel_reasons", lambda *a, **k: [])
 
     def forward_varlen(q, k, v, cu_q, cu_k, max_q, scale, causal, causal_offset, local_offset=None, softcap=0.0,
-                       sink=None, seqused_q=None, seqused_k=None, max_seqlen_k=0, num_splits=-1):
+                       sink=None, seqused_q=None, seqused_k=None, max_seqlen_k=0, num_splits=-1, pack_group=1):
         return fallback.forward_varlen(q, k, v, cu_q, cu_k, scale, causal, causal_offset, local_offset, softcap,
-                                       sink, seqused_q, seqused_k)
+                                       sink, seqused_q, seqused_k, pack_group)
 
     def forward_varlen_plan(q, k, v, batch, max_q, scale, causal, causal_offset, local_offset, softcap, has_sink,
-                            seqused, max_seqlen_k=0, num_splits=-1, rows_covered=False):
+                            seqused, max_seqlen_k=0, num_splits=-1, rows_covered=False, pack_group=1):
         assert rows_covered     # the kvcache layout gives every query row to a sequence
         seen["plans"] += 1
 
         def plan(q, k, v, cu_q, cu_k, seqused_q, seqused_k, sink):
             seen["planned_calls"] += 1
             return forward_varlen(q, k, v, cu_q, cu_k, max_q, scale, causal, causal_offset, local_offset, softcap,
-                                  sink, seqused_q, seqused_k)
+                                  sink, seqused_q, seqused_k, 0, -1, pack_group)
         return plan
 
     real_problems = fa3lite.kvcache._problems

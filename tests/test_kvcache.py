@@ -178,10 +178,13 @@ def test_matches_reference(case, seqlens_kind):
 
 
 @pytest.mark.parametrize("case", [dict(sq=1, causal=True), dict(sq=3), dict(sq=1, paged=(3, 4), softcap=2.0),
-                                  dict(sq=2, causal=True), dict(sq=1, causal=True, window_size=(4, -1))], ids=str)
+                                  dict(sq=2, causal=True), dict(sq=1, causal=True, window_size=(4, -1)),
+                                  dict(sq=4, causal=True, window_size=(2, -1)), dict(sq=3, window_size=(3, 1))],
+                         ids=str)
 def test_pack_gqa_gives_the_unpacked_result(case):
-    """The packed path (query heads of a K/V head as rows of one head) where it applies, the plain
-    one elsewhere: pack_gqa None / True / False agree, out and lse, with NaN in unused rows."""
+    """The packed path (a position's query heads of one K/V head on adjacent rows of one head, each
+    keeping its position's mask) against the plain one: pack_gqa None / True / False agree, out and
+    lse, causal and windowed with several query rows included, NaN in unused cache rows."""
     case = dict(case)
     x = make(sq=case.pop("sq"), s_new=1, paged=case.pop("paged", None))
     lengths = [0, 5, 11]

@@ -3,6 +3,7 @@ where a call's host time goes.
 
   python tools/decode_probe.py sweep [--out f.json]   kernel time per num_splits (CUDA graph replays)
   python tools/decode_probe.py host                   cProfile of back-to-back calls, top functions
+  python tools/decode_probe.py pack [--out f.json]    speculative steps (Sq=4, causal): packed GQA vs not
 
 sweep: flash_attn_with_kvcache, Sq=1, Hq/Hk=32/8, d=128, bf16, contiguous cache full to L, for each
 (B, L) and num_splits in SPLITS plus 0 (the heuristic's pick, hopper/splits.py); each call captured
@@ -30,10 +31,10 @@ ROTATE_BYTES = 4 * L2_BYTES
 REPLAYS = 20
 
 
-def _caches(b, length, sets):
+def _caches(b, length, sets, sq=1):
     kv = [(torch.randn(b, length, HK, D, device="cuda", dtype=torch.bfloat16),
            torch.randn(b, length, HK, D, device="cuda", dtype=torch.bfloat16)) for _ in range(sets)]
-    q = torch.randn(b, 1, HQ, D, device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(b, sq, HQ, D, device="cuda", dtype=torch.bfloat16)
     return q, kv
 
 
@@ -83,6 +84,31 @@ def sweep(out_path):
             json.dump(rows, f, indent=1)
 
 
+def pack(out_path, sq=4):
+    """Kernel time of a causal step of sq query rows with the group's heads packed (default) and not."""
+    rows = []
+    for b, length in SHAPES:
+        kv_bytes = b * length * HK * D * 2 * 2
+        sets = max(1, -(-ROTATE_BYTES // kv_bytes))
+        q, kv = _caches(b, length, sets, sq)
+        seqlens = torch.full((b,), length, dtype=torch.int32, device="cuda")
+        result = {"B": b, "L": length, "sq": sq, "kv_bytes": kv_bytes, "ms": {}}
+        for packed in (False, None):
+            def calls(packed=packed):
+                for kc, vc in kv:
+                    fa3lite.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, causal=True, pack_gqa=packed)
+            ms = _graph_ms(calls, len(kv))
+            result["ms"]["packed" if packed is None else "unpacked"] = ms
+            print(f"Sq={sq} B={b:3d} L={length:6d} {'packed  ' if packed is None else 'unpacked'}: {ms * 1e3:8.1f} us "
+                  f"{kv_bytes / ms / 1e6:7.0f} GB/s", flush=True)
+        rows.append(result)
+        del kv
+        torch.cuda.empty_cache()
+    if out_path:
+        with open(out_path, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
 def host():
     for b, length, s_new in ((1, 1024, 0), (1, 1024, 1), (8, 8192, 0)):
         q, kv = _caches(b, length, 1)
@@ -114,10 +140,10 @@ def host():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("sweep", "host"))
+    ap.add_argument("what", choices=("sweep", "host", "pack"))
     ap.add_argument("--out")
     args = ap.parse_args()
-    sweep(args.out) if args.what == "sweep" else host()
+    {"sweep": lambda: sweep(args.out), "host": host, "pack": lambda: pack(args.out)}[args.what]()
 
 
 if __name__ == "__main__":

@@ -36,9 +36,8 @@ __device__ __forceinline__ void rescale_o(float (&o)[kHeadDim / 2], const float 
 
 // Key block n's scores, waited for at once: S = Q K^T, release K, mask, softmax (S becomes P).
 // Gives the factors O's rows must be scaled by; returns whether any differs from 1.
-__device__ __forceinline__ bool scores_now(const FwdParams& p, const FwdSmem& sm, const Mask& mask, int wg_row0,
-                                           u32 q_wg, int n, const RingPos<kStages>& pos, int tid,
-                                           const Pingpong& pp, OnlineSoftmax& softmax, float (&s)[kBlockN / 2],
+__device__ __forceinline__ bool scores_now(const FwdParams& p, const FwdSmem& sm, const Mask& mask, u32 q_wg, int n,
+                                           const RingPos<kStages>& pos, int tid, const Pingpong& pp, OnlineSoftmax& softmax, float (&s)[kBlockN / 2],
                                            float (&corr)[2]) {
   mbar::wait(sm.k_full(pos.stage), pos.phase);
   pp.wait();
@@ -46,18 +45,17 @@ __device__ __forceinline__ bool scores_now(const FwdParams& p, const FwdSmem& sm
   pp.pass(false);
   wgmma::wait_group<0>();
   release(sm.k_empty(pos.stage), tid);
-  mask.mod<kBlockN>(s, n, wg_row0, p.softcap_scale);
+  mask.mod<kBlockN>(s, n, p.softcap_scale);
   return softmax.update<kBlockN>(s, p.scale_log2, corr);
 }
 
 // Serial schedule: each GEMM is waited for right away; only the other warpgroups overlap this one.
-__device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSmem& sm, const Mask& mask, int wg_row0,
-                                                u32 q_wg, KeyBlocks kb, int tid, const Pingpong& pp,
-                                                RingPos<kStages>& pos, OnlineSoftmax& softmax,
+__device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSmem& sm, const Mask& mask, u32 q_wg,
+                                                KeyBlocks kb, int tid, const Pingpong& pp, RingPos<kStages>& pos, OnlineSoftmax& softmax,
                                                 float (&o)[kHeadDim / 2]) {
   for (int n = kb.end - 1; n >= kb.begin; --n) {
     float s[kBlockN / 2], corr[2];
-    const bool moved = scores_now(p, sm, mask, wg_row0, q_wg, n, pos, tid, pp, softmax, s, corr);
+    const bool moved = scores_now(p, sm, mask, q_wg, n, pos, tid, pp, softmax, s, corr);
     rescale_o(o, corr, moved);
     u32 pa[kBlockN / 16][4];
     convert_p(s, pa);
@@ -73,13 +71,13 @@ __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSme
 
 // Overlapped schedule (see the top of this file).
 __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const FwdSmem& sm, const Mask& mask,
-                                                    int wg_row0, u32 q_wg, KeyBlocks kb, int tid, const Pingpong& pp,
+                                                    u32 q_wg, KeyBlocks kb, int tid, const Pingpong& pp,
                                                     RingPos<kStages>& pos, OnlineSoftmax& softmax,
                                                     float (&o)[kHeadDim / 2]) {
   u32 pa[kBlockN / 16][4];
   {  // first block: nothing to overlap with yet, and O is zero: no rescale
     float s[kBlockN / 2], corr[2];
-    scores_now(p, sm, mask, wg_row0, q_wg, kb.end - 1, pos, tid, pp, softmax, s, corr);
+    scores_now(p, sm, mask, q_wg, kb.end - 1, pos, tid, pp, softmax, s, corr);
     convert_p(s, pa);
   }
   RingPos<kStages> prev = pos;   // the stage whose V pairs with the P in `pa`
@@ -94,7 +92,7 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
     pp.pass(false);
     wgmma::wait_group<1>();                 // S is ready; P.V may still run
     release(sm.k_empty(pos.stage), tid);
-    mask.mod<kBlockN>(s, n, wg_row0, p.softcap_scale);
+    mask.mod<kBlockN>(s, n, p.softcap_scale);
     float corr[2];
     const bool moved = softmax.update<kBlockN>(s, p.scale_log2, corr);
     wgmma::wait_group<0>();                 // P.V done: O and pa may be touched again
@@ -126,7 +124,8 @@ __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& 
   softmax.init();
 
   const int wg_row0 = t.m_block * kBlockM + wg * 64;
-  const Mask mask{sq.seqlen_k, sq.causal_offset, sq.local_offset, wg_row0 + frag::row_base(tid), frag::col_base(tid)};
+  const Mask mask(sq.seqlen_k, sq.causal_offset, sq.local_offset, wg_row0, wg_row0 + frag::row_base(tid),
+                  frag::col_base(tid), p.pack_group);
   const u32 q_wg = sm.q() + wg * 64 * kRowBytes;
 
   const bool has_keys = kb.end > kb.begin;
@@ -135,9 +134,9 @@ __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& 
     pp.start();
     mbar::wait(sm.q_full(), q_round & 1u);
     if constexpr (kOverlap) {
-      mainloop_overlapped(p, sm, mask, wg_row0, q_wg, kb, tid, pp, pos, softmax, o);
+      mainloop_overlapped(p, sm, mask, q_wg, kb, tid, pp, pos, softmax, o);
     } else {
-      mainloop_serial(p, sm, mask, wg_row0, q_wg, kb, tid, pp, pos, softmax, o);
+      mainloop_serial(p, sm, mask, q_wg, kb, tid, pp, pos, softmax, o);
     }
     // Every Q K^T wgmma of this warp has completed: with its own O buffer, sQ may take the next Q.
     if constexpr (kSeparateO) release(sm.q_empty(), tid);

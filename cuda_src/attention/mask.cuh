@@ -2,7 +2,9 @@
 // (only tiles that straddle a boundary: see needs_mask). The mask hides keys past the end of the
 // sequence and, with kIsCausal, keys outside the band i + local_offset <= j <= i + causal_offset
 // (causal: only the upper edge; a sliding window: both). Masked scores become -inf, after the
-// softcap, so the tanh never sees them.
+// softcap, so the tanh never sees them. i is a row's query position: its row, or with packed GQA
+// (p.pack_group > 1, varlen only: the group's query heads of one position on adjacent rows) its row
+// divided by the group size, so every packed row keeps its own position's band.
 #pragma once
 #include "config.cuh"
 #include "../ptx/math.cuh"
@@ -18,21 +20,33 @@ __device__ __forceinline__ void softcap_scores(float (&s)[N / 2], float softcap_
   for (int i = 0; i < N / 2; ++i) s[i] = math::tanh(s[i] * softcap_scale);
 }
 
+// The query position of a (sequence) row: the row itself, or with packed GQA the row / group.
+__device__ __forceinline__ int query_pos(int row, int pack_group) { return kVarlen ? row / pack_group : row; }
+
 struct Mask {
   int seqlen_k;
   int causal_offset;
   int local_offset;
-  int row0;   // global query row of the thread's first accumulator row (half 0)
-  int col0;   // thread's column base inside a tile
+  int pos[2];      // query positions of the thread's two accumulator rows (halves 0, 1)
+  int first_pos;   // of this warpgroup's first and last rows
+  int last_pos;
+  int col0;        // thread's column base inside a tile
+
+  // wg_row0: the warpgroup's first row; row: the thread's first row (both in the sequence).
+  __device__ __forceinline__ Mask(int seqlen_k_, int causal_offset_, int local_offset_, int wg_row0, int row,
+                                  int col0_, int pack_group)
+      : seqlen_k(seqlen_k_), causal_offset(causal_offset_), local_offset(local_offset_),
+        pos{query_pos(row, pack_group), query_pos(row + 8, pack_group)}, first_pos(query_pos(wg_row0, pack_group)),
+        last_pos(query_pos(wg_row0 + 63, pack_group)), col0(col0_) {}
 
   // True when key block n contains a key that some row of this warpgroup's 64 rows must not see.
   // The host keeps both offsets within +-2^30, so no sum here overflows.
-  __device__ __forceinline__ bool needs_mask(int n_block, int wg_row0) const {
+  __device__ __forceinline__ bool needs_mask(int n_block) const {
     const int first_key = n_block * kBlockN;
     const int last_key = first_key + kBlockN - 1;
     const bool tail = last_key >= seqlen_k;
-    const bool upper = kIsCausal && last_key > wg_row0 + causal_offset;
-    const bool lower = kIsCausal && first_key < wg_row0 + 63 + local_offset;
+    const bool upper = kIsCausal && last_key > first_pos + causal_offset;
+    const bool lower = kIsCausal && first_key < last_pos + local_offset;
     return tail || upper || lower;
   }
 
@@ -42,18 +56,18 @@ struct Mask {
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) {
       const int key = key0 + frag::col(i);
-      const int row = row0 + 8 * frag::half(i);
+      const int p = pos[frag::half(i)];
       bool hidden = key >= seqlen_k;
-      if (kIsCausal) hidden = hidden || key - row > causal_offset || key - row < local_offset;
+      if (kIsCausal) hidden = hidden || key - p > causal_offset || key - p < local_offset;
       if (hidden) s[i] = math::neg_inf();
     }
   }
 
   // Softcap, then the mask where key block n needs one.
   template <int N>
-  __device__ __forceinline__ void mod(float (&s)[N / 2], int n_block, int wg_row0, float softcap_scale) const {
+  __device__ __forceinline__ void mod(float (&s)[N / 2], int n_block, float softcap_scale) const {
     if constexpr (kSoftcap) softcap_scores<N>(s, softcap_scale);
-    if (needs_mask(n_block, wg_row0)) apply<N>(s, n_block);
+    if (needs_mask(n_block)) apply<N>(s, n_block);
   }
 };
 

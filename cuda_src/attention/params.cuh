@@ -40,6 +40,8 @@ struct FwdParams {
   i32 num_m_blocks;     // ceil(Sq / kBlockM)
   i32 num_tiles;        // num_m_blocks * Hq * B (* num_splits): the grid strides over them (scheduler.cuh)
   i32 num_splits;       // kSplit: CTAs sharing one query tile's keys (1 without kSplit)
+  i32 pack_group;       // kVarlen: rows per query position (packed GQA: a group's query heads of one
+                        // position on adjacent rows, sharing the K/V head; mask.cuh); 1 otherwise
   i32 causal_offset;    // key j is visible to query i iff j <= i + causal_offset (kIsCausal) ...
   i32 local_offset;     // ... and j >= i + local_offset (kIsCausal; -2^30 without a window);
                         // kVarlen: both relative to each sequence's diagonal j = i + Sk - Sq

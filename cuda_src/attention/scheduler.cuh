@@ -22,6 +22,7 @@
 #include "../ptx/sync.cuh"
 #include "../ptx/tma.cuh"
 #include "config.cuh"
+#include "mask.cuh"
 #include "named_barriers.cuh"
 #include "params.cuh"
 #include "tile_io.cuh"
@@ -79,7 +80,8 @@ __device__ __forceinline__ Seq seq_of(const FwdParams& p, int batch) {
     int sk = p.seqused_k != nullptr ? p.seqused_k[batch] : p.cu_seqlens_k[batch + 1] - k_start;
     sq = min(max(sq, 0), p.seqlen_q - q_start);
     sk = min(max(sk, 0), p.seqlen_k - k_start);
-    return {q_start, k_start, sq, sk, p.causal_offset + sk - sq, p.local_offset + sk - sq};
+    const int positions = sq / p.pack_group;   // the diagonal is between query positions and keys
+    return {q_start, k_start, sq, sk, p.causal_offset + sk - positions, p.local_offset + sk - positions};
   }
 }
 
@@ -97,11 +99,11 @@ struct KeyBlocks {
 __device__ __forceinline__ KeyBlocks key_blocks(const FwdParams& p, const Seq& s, const Tile& t) {
   int keys = s.seqlen_k;
   int first_key = 0;
-  if (kIsCausal) {
+  if (kIsCausal) {   // the band of the tile's query positions (mask.cuh query_pos)
     const int first_row = t.m_block * kBlockM;
     const int last_row = min(first_row + kBlockM, s.seqlen_q) - 1;
-    keys = min(keys, last_row + s.causal_offset + 1);
-    first_key = max(first_key, first_row + s.local_offset);
+    keys = min(keys, query_pos(last_row, p.pack_group) + s.causal_offset + 1);
+    first_key = max(first_key, query_pos(first_row, p.pack_group) + s.local_offset);
   }
   KeyBlocks kb{first_key / kBlockN, keys <= 0 ? 0 : (keys + kBlockN - 1) / kBlockN};
   if constexpr (kSplit) {

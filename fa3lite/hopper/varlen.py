@@ -57,7 +57,8 @@ class _VarlenPlan:
     in addresses."""
 
     def __init__(self, q, k, v, batch: int, max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, mask,
-                 softcap: float, has_sink: bool, seqused: bool, num_splits: int, rows_covered: bool = False):
+                 softcap: float, has_sink: bool, seqused: bool, num_splits: int, rows_covered: bool = False,
+                 pack_group: int = 1):
         total_q, Hq, D = q.shape
         Hk, Dv = k.shape[1], v.shape[2]
         banded, causal_offset, local_offset = mask
@@ -84,7 +85,8 @@ class _VarlenPlan:
             seq_maps=0, o_accum=0, lse_accum=0,
             q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
             seqlen_q=total_q, seqlen_k=k.shape[0], num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks,
-            num_tiles=ctas, num_splits=self.splits, causal_offset=causal_offset, local_offset=local_offset,
+            num_tiles=ctas, num_splits=self.splits, pack_group=pack_group, causal_offset=causal_offset,
+            local_offset=local_offset,
             **score_scales(softmax_scale, softcap),
         )
         # rows_covered: every row belongs to a sequence (the caller's layout says so), so the kernel
@@ -161,11 +163,14 @@ _plans: dict[tuple, _VarlenPlan] = {}
 
 def forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, softmax_scale: float, causal: bool,
                    causal_offset: int, local_offset: int | None = None, softcap: float = 0.0, sink=None,
-                   seqused_q=None, seqused_k=None, max_seqlen_k: int = 0, num_splits: int = -1):
+                   seqused_q=None, seqused_k=None, max_seqlen_k: int = 0, num_splits: int = -1, pack_group: int = 1):
     """Varlen attention forward on the Hopper kernel. Returns (out, lse); see the module docstring.
     cu_seqlens_*, seqused_* int32 contiguous on q's device; sink None or (Hq,) float32 contiguous.
     num_splits: -1 the dense varlen kernel; >= 0 the split-KV (decode) kernel with that many CTAs per
-    query tile (0: hopper/splits.py picks from the shape and max_seqlen_k; at most splits.MAX_SPLITS)."""
+    query tile (0: hopper/splits.py picks from the shape and max_seqlen_k; at most splits.MAX_SPLITS).
+    pack_group: rows per query position (packed GQA, no sink; fallback.forward_varlen has the layout)."""
+    if pack_group != 1 and sink is not None:
+        raise ValueError("pack_group > 1 takes no sink (the kernel reads sinks per packed head)")
     if not softmax_scale > 0:
         raise ValueError(f"softmax_scale must be > 0 for the Hopper kernels, got {softmax_scale}")
     batch = cu_seqlens_q.shape[0] - 1
@@ -177,14 +182,14 @@ def forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, softm
         return out, torch.full((Hq, total_q), float("-inf"), dtype=torch.float32, device=q.device)
     plan = forward_varlen_plan(q, k, v, batch, max_seqlen_q, softmax_scale, causal, causal_offset, local_offset,
                                softcap, sink is not None, seqused_q is not None or seqused_k is not None,
-                               max_seqlen_k, num_splits)
+                               max_seqlen_k, num_splits, pack_group=pack_group)
     return plan(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, sink)
 
 
 def forward_varlen_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: float, causal: bool,
                         causal_offset: int, local_offset: int | None, softcap: float, has_sink: bool,
                         seqused: bool, max_seqlen_k: int = 0, num_splits: int = -1,
-                        rows_covered: bool = False) -> _VarlenPlan:
+                        rows_covered: bool = False, pack_group: int = 1) -> _VarlenPlan:
     """The launch plan forward_varlen runs for this signature (built on first use): call it as
     plan(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, sink) -> (out, lse) with tensors
     of the signature's shapes, strides, dtype and device, and at least one query row and key (the
@@ -193,11 +198,11 @@ def forward_varlen_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: f
     mask = band(causal, causal_offset, local_offset)
     key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, q.device, batch, max_seqlen_q, mask,
            softmax_scale, softcap, has_sink, seqused, debug_build(), num_splits, max_seqlen_k if num_splits == 0 else 0,
-           rows_covered)
+           rows_covered, pack_group)
     plan = _plans.get(key)
     if plan is None:
         plan = _VarlenPlan(q, k, v, batch, max_seqlen_q, max_seqlen_k, softmax_scale, mask, softcap, has_sink,
-                           seqused, num_splits, rows_covered)
+                           seqused, num_splits, rows_covered, pack_group)
         if len(_plans) >= PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan
