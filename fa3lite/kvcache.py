@@ -28,10 +28,12 @@ import dataclasses
 import torch
 
 from . import callkey, checks, ops, rotary
+from .errors import KernelUnavailable
 from .api import window_mask
 
 _INDEX_DTYPES = (torch.int32, torch.int64)
 DECODE_ROWS = 64    # query rows of the split kernel's tile (variants.split_tile)
+_PAGE_TABLE_ARG = 10   # page_table's position among the call's tensors (flash_attn_with_kvcache's order)
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
@@ -95,6 +97,20 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     layout = _Layout.of(q, k_cache, page_table, k, softmax_scale, causal, window_size, softcap, rotary_interleaved,
                         num_splits, pack_gqa, return_softmax_lse, backend)
     with torch.no_grad():
+        if _pages_in_place(layout, q, k_cache, v_cache, page_table, backend):
+            paged = dataclasses.replace(layout, pages_in_place=True)
+            qrows, keys, cu_q, cu_k, used_k = paged.inputs(*args)
+            try:
+                kernel = _kernel_plan(paged, qrows, keys[0], keys[1], page_table)
+            except KernelUnavailable:   # (backend "auto") gather the pages instead; the append repeats
+                if backend == "fa3lite":   # the same writes, and the rotation starts from q, k again
+                    raise
+            else:
+                out, lse = kernel(qrows, keys[0], keys[1], cu_q, cu_k, None, used_k, None, page_table)
+                callkey.remember(key)
+                if key is not None:
+                    callkey.attach(key, _Plan(paged, kernel))
+                return paged.outputs(out, lse)
         qrows, keys, cu_q, cu_k, used_k = layout.inputs(*args)
         band, causal_offset, local_offset = layout.mask
         out, lse = ops.varlen_attention(qrows, keys[0], keys[1], cu_q, cu_k, None, used_k, layout.rows,
@@ -103,12 +119,31 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         result = layout.outputs(out, lse)
         callkey.remember(key)
         if key is not None and ops.varlen_kernels_take(qrows, keys[0], keys[1], layout.scale, layout.softcap, backend):
-            band, causal_offset, local_offset = layout.mask
-            kernel = ops.varlen_forward_plan(qrows, keys[0], keys[1], layout.b, layout.rows, layout.scale, band,
-                                             causal_offset, local_offset, layout.softcap, layout.rows_per_seq,
-                                             layout.splits, layout.pack_group)
-            callkey.attach(key, _Plan(layout, kernel))
+            callkey.attach(key, _Plan(layout, _kernel_plan(layout, qrows, *keys)))
     return result
+
+
+def _kernel_plan(layout: "_Layout", qrows, k, v, page_table=None):
+    """The varlen kernel's launch plan for this layout and the call's (q rows, k rows, v rows) from
+    layout.inputs (with pages in place: the pool as rows, and the page table)."""
+    band, causal_offset, local_offset = layout.mask
+    paged = (layout.rows_per_seq // page_table.shape[1], page_table.shape[1]) if layout.pages_in_place else None
+    return ops.varlen_forward_plan(qrows, k, v, layout.b, layout.rows, layout.scale, band, causal_offset,
+                                   local_offset, layout.softcap, layout.rows_per_seq, layout.splits,
+                                   layout.pack_group, paged)
+
+
+def _pages_in_place(layout: "_Layout", q, k_cache, v_cache, page_table, backend: str) -> bool:
+    """Whether the split kernel reads this paged cache in place (else the pages are gathered): a
+    decode-sized layout (the split kernel), a contiguous page table, a page size the kernel's copies
+    can tile (hopper.page_rows), and inputs the kernels take (never while torch.compile traces)."""
+    if not layout.paged or layout.splits < 0 or not page_table.is_contiguous():
+        return False
+    heads = layout.hq // layout.pack_group
+    probe = q.new_empty((layout.b * layout.rows, heads, layout.d))
+    pool = [c.view(-1, *c.shape[2:]) for c in (k_cache, v_cache)]
+    return (ops.varlen_kernels_take(probe, pool[0], pool[1], layout.scale, layout.softcap, backend)
+            and ops.varlen_page_rows(k_cache.shape[1], layout.d, layout.mask[0]) > 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +168,7 @@ class _Layout:
     windowed: bool
     interleaved: bool
     return_lse: bool
+    pages_in_place: bool = False   # the kernel reads the page pool (else the pages are gathered)
 
     @classmethod
     def of(cls, q, k_cache, page_table, k, softmax_scale, causal, window_size, softcap, interleaved, num_splits,
@@ -170,12 +206,14 @@ class _Layout:
             row = _constant(("arange", b, 1), dev) if batch_idx is None else batch_idx.to(torch.int64)
             for cache, new in ((k_cache, k), (v_cache, v)):
                 _append(cache, new, end, row, page_table)
-        if self.paged:
+        if self.paged and not self.pages_in_place:
             keys = [_gathered(c, page_table) for c in (k_cache, v_cache)]
         else:
             keys = [c.view(-1, *c.shape[2:]) for c in (k_cache, v_cache)]
         cu_k, used_k = _key_rows(cache_seqlens, s_new, batch_idx if not self.paged else None, leftpad, b,
                                  self.rows_per_seq, keys[0].shape[0], dev)
+        if self.pages_in_place:   # the kernel finds each sequence's rows through the page table
+            cu_k = _constant(("full", b + 1, 0), dev, torch.int32)
         if self.packs:
             # query head h reads K/V head h // group; a position's group of heads on adjacent rows:
             # (B, Sq, Hk, group, D) -> (B, Sq, group, Hk, D), rows (position, g) of each sequence
@@ -209,7 +247,10 @@ class _Plan:
 
     def __call__(self, *args):
         qrows, keys, cu_q, cu_k, used_k = self.layout.inputs(*args)
-        out, lse = self.kernel(qrows, keys[0], keys[1], cu_q, cu_k, None, used_k, None)
+        if self.layout.pages_in_place:
+            out, lse = self.kernel(qrows, keys[0], keys[1], cu_q, cu_k, None, used_k, None, args[_PAGE_TABLE_ARG])
+        else:
+            out, lse = self.kernel(qrows, keys[0], keys[1], cu_q, cu_k, None, used_k, None)
         return self.layout.outputs(out, lse)
 
 

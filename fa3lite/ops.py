@@ -119,16 +119,23 @@ def varlen_kernels_take(q, k, v, softmax_scale: float, softcap: float, backend: 
             and callable(getattr(_hopper(), "forward_varlen_plan", None)))
 
 
+def varlen_page_rows(page_size: int, head_dim: int, causal: bool) -> int:
+    """Rows of one in-place paged K/V copy for this page size (0: the kernels cannot read these pages
+    in place; fa3lite.hopper.page_rows)."""
+    return _hopper().page_rows(page_size, head_dim, causal)
+
+
 def varlen_forward_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: float, causal: bool,
                         causal_offset: int, local_offset: int | None, softcap: float, max_seqlen_k: int,
-                        num_splits: int, pack_group: int = 1):
+                        num_splits: int, pack_group: int = 1, paged: tuple[int, int] | None = None):
     """The varlen kernel's launch plan for inputs varlen_kernels_take accepted, with seqused_k and no
     sink: plan(q, k, v, cu_seqlens_q, cu_seqlens_k, None, seqused_k, None) -> (out, lse). The caller
     guarantees every query row belongs to a sequence (cu_seqlens_q a full partition), so out and lse
-    are not pre-filled."""
+    are not pre-filled. paged: (page_size, pages_per_seq) reads K/V in place from a page pool
+    (fa3lite.hopper.forward_varlen_plan; the plan then takes page_table last)."""
     return _hopper().forward_varlen_plan(q, k, v, batch, max_seqlen_q, softmax_scale, causal, causal_offset,
                                          local_offset, softcap, False, True, max_seqlen_k, num_splits, True,
-                                         pack_group)
+                                         pack_group, paged)
 
 
 def forward_plan(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False,

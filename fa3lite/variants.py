@@ -104,6 +104,7 @@ FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("o_accum", "ptr"), ("lse_accum", "ptr"),
     ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
+    ("page_table", "ptr"), ("page_size", "i32"), ("pages_per_seq", "i32"), ("page_rows", "i32"),
     ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("num_splits", "i32"), ("pack_group", "i32"),
     ("causal_offset", "i32"), ("local_offset", "i32"),
     ("scale_log2", "f32"), ("softcap_scale", "f32"),
@@ -124,6 +125,7 @@ class FwdVariant:
     head_dim_v: int | None = None # V's and O's head dim (None: head_dim): kHeadDimVReal
     sink: bool = False            # learnable sinks in the softmax denominator: kSink
     split: bool = False           # split-KV (varlen, decode tile): kSplit; the tile is split_tile's
+    paged: bool = False           # K/V read from a page pool in place (split only): kPaged
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -133,6 +135,8 @@ class FwdVariant:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         if self.split and not self.varlen:
             raise ValueError("split-KV kernels run on the varlen layout (varlen=True)")
+        if self.paged and not self.split:
+            raise ValueError("paged K/V runs in the split-KV kernel (split=True)")
         if self.tile is None:
             object.__setattr__(self, "tile", split_tile(self.head_dim, self.causal) if self.split
                                else fwd_tile(self.head_dim, self.causal, softcap=self.softcap))
@@ -200,6 +204,7 @@ class FwdVariant:
                 ("FA3LITE_SINK", "1" if self.sink else "0"),
                 ("FA3LITE_VARLEN", "1" if self.varlen else "0"),
                 ("FA3LITE_SPLIT", "1" if self.split else "0"),
+                ("FA3LITE_PAGED", "1" if self.paged else "0"),
                 ("FA3LITE_BLOCK_M", str(self.block_m)),
                 ("FA3LITE_BLOCK_N", str(self.block_n)),
                 ("FA3LITE_STAGES", str(self.stages)),
@@ -230,4 +235,6 @@ def all_fwd_variants() -> list[FwdVariant]:
     split = [FwdVariant(v.head_dim, v.dtype, v.causal, softcap=v.softcap, varlen=True, head_dim_v=v.head_dim_v,
                         split=True) for v in varlen + unequal if v.varlen]
     without = fixed + varlen + unequal + split
-    return without + [dataclasses.replace(v, sink=True) for v in without]   # each with a sink too
+    # paged K/V (flash_attn_with_kvcache, which takes no sink): every split variant without a sink
+    paged = [dataclasses.replace(v, paged=True) for v in split]
+    return without + [dataclasses.replace(v, sink=True) for v in without] + paged   # with a sink too

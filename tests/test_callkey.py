@@ -361,12 +361,19 @@ def varlen_kernels_on_cpu(monkeypatch):
                                        sink, seqused_q, seqused_k, pack_group)
 
     def forward_varlen_plan(q, k, v, batch, max_q, scale, causal, causal_offset, local_offset, softcap, has_sink,
-                            seqused, max_seqlen_k=0, num_splits=-1, rows_covered=False, pack_group=1):
+                            seqused, max_seqlen_k=0, num_splits=-1, rows_covered=False, pack_group=1, paged=None):
         assert rows_covered     # the kvcache layout gives every query row to a sequence
         seen["plans"] += 1
+        seen["paged"] = paged
 
-        def plan(q, k, v, cu_q, cu_k, seqused_q, seqused_k, sink):
+        def plan(q, k, v, cu_q, cu_k, seqused_q, seqused_k, sink, page_table=None):
             seen["planned_calls"] += 1
+            assert (page_table is None) == (paged is None)
+            if paged is not None:   # the pool read through the page table, as the kernel reads it
+                assert not cu_k.any()
+                page_size, pages = paged
+                k, v = (t.view(-1, page_size, *t.shape[1:])[page_table.long()].flatten(0, 2) for t in (k, v))
+                cu_k = torch.arange(0, (batch + 1) * page_size * pages, page_size * pages, dtype=torch.int32)
             return forward_varlen(q, k, v, cu_q, cu_k, max_q, scale, causal, causal_offset, local_offset, softcap,
                                   sink, seqused_q, seqused_k, 0, -1, pack_group)
         return plan
@@ -401,7 +408,7 @@ def test_kvcache_repeat_goes_to_the_plan_with_the_same_result(varlen_kernels_on_
         results.append(fa3lite.flash_attn_with_kvcache(q, kcc, vcc, new[0], new[1], cache_seqlens=seqlens,
                                                        causal=True, return_softmax_lse=True))
         caches.append((kcc, vcc))
-    assert seen == {"plans": 1, "planned_calls": 2, "checks": 1}
+    assert seen == {"plans": 1, "planned_calls": 2, "checks": 1, "paged": None}
     for (out, lse), (kcc, vcc) in zip(results[1:], caches[1:]):
         assert torch.equal(out, results[0][0]) and torch.equal(lse, results[0][1])
         assert torch.equal(kcc, caches[0][0]) and torch.equal(vcc, caches[0][1])
@@ -417,3 +424,28 @@ def test_kvcache_repeat_goes_to_the_plan_with_the_same_result(varlen_kernels_on_
         fa3lite.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, causal=True, num_splits=-1)
     with pytest.raises(fa3lite.InputError, match="cache_seqlens"):
         fa3lite.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=41, causal=True)
+
+
+@pytest.mark.parametrize("page_size, in_place", [(16, True), (4, False)])
+def test_kvcache_pages_in_place_through_the_plan(varlen_kernels_on_cpu, page_size, in_place):
+    """A paged decode step whose page size the kernel's copies can tile (a multiple of 8 dividing the
+    key block) reads the pool in place through the page table (the plan gets the pool and the table;
+    cu_seqlens_k all zeros), else the pages are gathered; both equal the torch path, first call and
+    repeats, with an append that crosses a page boundary."""
+    seen = varlen_kernels_on_cpu
+    g = torch.Generator().manual_seed(5)
+    b, hq, hk, d, pages = 2, 4, 2, 64, 4
+    q = torch.randn(b, 1, hq, d, generator=g)
+    pool_k, pool_v = (torch.randn(b * pages + 3, page_size, hk, d, generator=g) for _ in range(2))
+    table = torch.randperm(b * pages + 3, generator=g)[:b * pages].view(b, pages).to(torch.int32)
+    new = [torch.randn(b, 1, hk, d, generator=g) for _ in range(2)]
+    seqlens = torch.tensor([page_size - 1, 3 * page_size], dtype=torch.int32)
+    want = fa3lite.flash_attn_with_kvcache(q, pool_k.clone(), pool_v.clone(), new[0], new[1], cache_seqlens=seqlens,
+                                           page_table=table, causal=True, backend="torch")
+    for _ in range(3):
+        kc, vc = pool_k.clone(), pool_v.clone()
+        got = fa3lite.flash_attn_with_kvcache(q, kc, vc, new[0], new[1], cache_seqlens=seqlens, page_table=table,
+                                             causal=True)
+        torch.testing.assert_close(got, want)
+    assert seen["plans"] == 1 and seen["planned_calls"] == 3 - (0 if in_place else 1)
+    assert seen["paged"] == ((page_size, pages) if in_place else None)

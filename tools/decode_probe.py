@@ -4,6 +4,7 @@ where a call's host time goes.
   python tools/decode_probe.py sweep [--out f.json]   kernel time per num_splits (CUDA graph replays)
   python tools/decode_probe.py host                   cProfile of back-to-back calls, top functions
   python tools/decode_probe.py pack [--out f.json]    speculative steps (Sq=4, causal): packed GQA vs not
+  python tools/decode_probe.py paged [--out f.json]   paged caches read in place vs gathered (Sq=1)
 
 sweep: flash_attn_with_kvcache, Sq=1, Hq/Hk=32/8, d=128, bf16, contiguous cache full to L, for each
 (B, L) and num_splits in SPLITS plus 0 (the heuristic's pick, hopper/splits.py); each call captured
@@ -109,6 +110,47 @@ def pack(out_path, sq=4):
             json.dump(rows, f, indent=1)
 
 
+PAGED_SHAPES = ((1, 131072), (8, 32768), (64, 8192))
+PAGE_SIZES = (16, 64, 256)
+
+
+def paged(out_path):
+    """Kernel time of a decode step on a paged cache (pages in shuffled order), read in place by the
+    split kernel (the default) and gathered into a contiguous cache first (what the call did before)."""
+    rows = []
+    for b, length in PAGED_SHAPES:
+        kv_bytes = b * length * HK * D * 2 * 2
+        q = torch.randn(b, 1, HQ, D, device="cuda", dtype=torch.bfloat16)
+        seqlens = torch.full((b,), length, dtype=torch.int32, device="cuda")
+        for page in PAGE_SIZES:
+            pages = length // page
+            sets = max(1, -(-ROTATE_BYTES // kv_bytes))
+            pools = [tuple(torch.randn(b * pages, page, HK, D, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+                     for _ in range(sets)]
+            table = torch.randperm(b * pages, device="cuda").view(b, pages).to(torch.int32)
+
+            def in_place():
+                for kc, vc in pools:
+                    fa3lite.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, page_table=table, causal=True)
+
+            def gathered():
+                for kc, vc in pools:
+                    kg, vg = (c[table.long()].flatten(1, 2) for c in (kc, vc))
+                    fa3lite.flash_attn_with_kvcache(q, kg, vg, cache_seqlens=seqlens, causal=True)
+            result = {"B": b, "L": length, "page": page, "kv_bytes": kv_bytes}
+            for name, fn in (("in_place", in_place), ("gathered", gathered)):
+                ms = _graph_ms(fn, len(pools))
+                result[name] = ms
+                print(f"B={b:3d} L={length:6d} page={page:3d} {name:9s}: {ms * 1e3:8.1f} us "
+                      f"{kv_bytes / ms / 1e6:7.0f} GB/s", flush=True)
+            rows.append(result)
+            del pools
+            torch.cuda.empty_cache()
+    if out_path:
+        with open(out_path, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
 def host():
     for b, length, s_new in ((1, 1024, 0), (1, 1024, 1), (8, 8192, 0)):
         q, kv = _caches(b, length, 1)
@@ -140,10 +182,11 @@ def host():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("sweep", "host", "pack"))
+    ap.add_argument("what", choices=("sweep", "host", "pack", "paged"))
     ap.add_argument("--out")
     args = ap.parse_args()
-    {"sweep": lambda: sweep(args.out), "host": host, "pack": lambda: pack(args.out)}[args.what]()
+    {"sweep": lambda: sweep(args.out), "host": host, "pack": lambda: pack(args.out),
+     "paged": lambda: paged(args.out)}[args.what]()
 
 
 if __name__ == "__main__":

@@ -36,6 +36,11 @@ static_assert(!(kVarlen && kPersistent), "varlen runs one CTA per tile");
 // share's LSE; combine.cu merges them. With num_splits == 1 the tile writes its output directly.
 constexpr bool kSplit = FA3LITE_SPLIT != 0;
 static_assert(!kSplit || kVarlen, "split-KV runs on the varlen layout (one CTA per tile)");
+// Paged K/V read in place (decode): K and V are a pool of pages (num_pages, page_size, Hk, D) and
+// sequence b's key row r lives in page p.page_table[b][r / page_size]; each key block arrives in
+// chunks of p.page_rows rows (fwd_producer.cuh load_paged). Split tile only (one consumer warpgroup).
+constexpr bool kPaged = FA3LITE_PAGED != 0;
+static_assert(!kPaged || kSplit, "paged K/V runs in the split-KV (decode) kernel");
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kConsumerWarpgroups = kBlockM / 64;
@@ -56,6 +61,7 @@ constexpr int kRowBytes = kSwizzleCols * kElemBytes;    // 128
 
 constexpr int kQTileBytes = kBlockM * kHeadDim * kElemBytes;
 constexpr int kKVTileBytes = kBlockN * kHeadDim * kElemBytes;
+static_assert(!kPaged || kConsumerWarpgroups == 1, "paged K/V: the one consumer warpgroup clears V's tail");
 
 static_assert(kHeadDim % kSwizzleCols == 0, "head dim must be a multiple of 64");
 static_assert(kBlockM == 64 * kConsumerWarpgroups && kConsumerWarpgroups <= 3, "one to three consumer warpgroups");

@@ -11,6 +11,7 @@
 // O_new = (O + P_prev V_prev) * corr, with P_prev taken against the max before block n.
 #pragma once
 #include "../ptx/mbarrier.cuh"
+#include "../ptx/smem_vec.cuh"
 #include "../ptx/wgmma.cuh"
 #include "fwd_epilogue.cuh"
 #include "fwd_mma.cuh"
@@ -49,6 +50,27 @@ __device__ __forceinline__ bool scores_now(const FwdParams& p, const FwdSmem& sm
   return softmax.update<kBlockN>(s, p.scale_log2, corr);
 }
 
+// kPaged: the rows of key block n's V past the sequence's end (from `first_row` on) hold what the last
+// page (or an earlier block, for chunks never loaded) left there; P is 0 there, but 0 * NaN is NaN, so
+// they are zeroed before the P.V GEMM reads the stage. Only the band's last block can hold such rows.
+// The stores are generic-proxy writes that wgmma reads through the async proxy: fence, then the
+// warpgroup's barrier (one consumer warpgroup: config.cuh).
+__device__ __forceinline__ void clear_v_tail(const FwdSmem& sm, const RingPos<kStages>& pos, int first_row, int tid) {
+  if (first_row >= kBlockN) return;
+  mbar::wait(sm.v_full(pos.stage), pos.phase);
+  constexpr int kChunksPerRow = tile_io::kRowBytes / 16;
+  const int per_block = (kBlockN - first_row) * kChunksPerRow;
+  for (int i = tid; i < per_block * kColBlocks; i += kWarpgroupThreads) {
+    const int blk = i / per_block;
+    const int rem = i % per_block;
+    // a whole 128-byte row is cleared, so the swizzle (a permutation within the row) does not matter
+    smem_vec::st_v4_f32(sm.v(pos.stage) + (blk * kBlockN + first_row + rem / kChunksPerRow) * tile_io::kRowBytes +
+                            (rem % kChunksPerRow) * 16, 0.f, 0.f, 0.f, 0.f);
+  }
+  fence::proxy_async_smem();
+  named_barrier::sync(static_cast<u32>(NamedBarrier::kEpilogueWg0), kWarpgroupThreads);
+}
+
 // Serial schedule: each GEMM is waited for right away; only the other warpgroups overlap this one.
 __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSmem& sm, const Mask& mask, u32 q_wg,
                                                 KeyBlocks kb, int tid, const Pingpong& pp, RingPos<kStages>& pos, OnlineSoftmax& softmax,
@@ -59,6 +81,9 @@ __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSme
     rescale_o(o, corr, moved);
     u32 pa[kBlockN / 16][4];
     convert_p(s, pa);
+    if constexpr (kPaged) {
+      if (n == kb.end - 1) clear_v_tail(sm, pos, mask.seqlen_k - n * kBlockN, tid);
+    }
     mbar::wait(sm.v_full(pos.stage), pos.phase);
     pp.wait();
     gemm_pv(o, pa, sm.v(pos.stage));
@@ -79,6 +104,7 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
     float s[kBlockN / 2], corr[2];
     scores_now(p, sm, mask, q_wg, kb.end - 1, pos, tid, pp, softmax, s, corr);
     convert_p(s, pa);
+    if constexpr (kPaged) clear_v_tail(sm, pos, mask.seqlen_k - (kb.end - 1) * kBlockN, tid);
   }
   RingPos<kStages> prev = pos;   // the stage whose V pairs with the P in `pa`
   pos.advance();

@@ -32,6 +32,31 @@ __device__ __forceinline__ void load_v(u32 dst, const TmaDesc* map, u32 bar, int
   tile_io::load<kBlockN, kColBlocks, kPaddedV>(dst, map, bar, row, head, batch);
 }
 
+// kPaged: key block n of sequence `batch` (one leader thread): chunks of p.page_rows rows, each from
+// its page (a chunk never straddles pages: page_rows divides page_size), one copy per 64-column block
+// into the chunk's rows of the stage ([D/64][kBlockN][64], chunks at 1024-byte multiples, so the
+// 128-byte swizzle lines up). Chunks wholly past the sequence's end are not loaded (the barrier
+// expects only the loaded bytes); their rows, and the rows past the end inside the last chunk, are
+// masked in S and cleared in V by the consumer (fwd_consumer.cuh clear_v_tail). A page id out of the
+// pool reads zeros (TMA clips at the map), never another buffer.
+template <bool Padded>
+__device__ __forceinline__ void load_paged(u32 dst, const TmaDesc* map, u32 bar, const FwdParams& p, int seqlen_k,
+                                           int batch, int n, int head_kv) {
+  const int first = n * kBlockN;
+  const int chunks = min(kBlockN, seqlen_k - first + p.page_rows - 1) / p.page_rows;
+  mbar::arrive_expect_tx(bar, static_cast<u32>(chunks * p.page_rows * kHeadDim * kElemBytes));
+  const i32* pages = p.page_table + static_cast<i64>(batch) * p.pages_per_seq;
+  for (int c = 0; c < chunks; ++c) {
+    const int row = first + c * p.page_rows;
+    const int pool_row = pages[row / p.page_size] * p.page_size + row % p.page_size;
+#pragma unroll
+    for (int blk = 0; blk < kColBlocks; ++blk) {
+      tile_io::load_block<Padded>(dst + (blk * kBlockN + c * p.page_rows) * tile_io::kRowBytes, map, bar, blk,
+                                  pool_row, head_kv, 0);
+    }
+  }
+}
+
 __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& sm, bool leader) {
   if (leader) {
     tma::prefetch_desc(&p.q);
@@ -48,16 +73,20 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
     const KeyBlocks kb = key_blocks(p, sq, t);
     // Maps and coordinates: the tensors' own (batch t.batch), or the sequence's copies (batch 0).
     const TmaDesc* map_q = kVarlen ? seq_map(p, 0) : &p.q;
-    const TmaDesc* map_k = kVarlen ? seq_map(p, 1) : &p.k;
-    const TmaDesc* map_v = kVarlen ? seq_map(p, 2) : &p.v;
+    const TmaDesc* map_k = kVarlen && !kPaged ? seq_map(p, 1) : &p.k;   // kPaged: the pool's own maps
+    const TmaDesc* map_v = kVarlen && !kPaged ? seq_map(p, 2) : &p.v;
     const int batch = kVarlen ? 0 : t.batch;
     if (kVarlen && leader && kb.end > kb.begin) make_seq_maps(p, sq);
     // kb.begin >= kb.end: nothing visible; the consumers write zeros and -inf without any load.
     for (int n = kb.end - 1; n >= kb.begin; --n) {
       mbar::wait(sm.k_empty(pos.stage), pos.phase ^ 1u);
       if (leader) {
-        mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
-        load_k(sm.k(pos.stage), map_k, sm.k_full(pos.stage), n * kBlockN, t.head_kv, batch);
+        if constexpr (kPaged) {
+          load_paged<kPaddedQK>(sm.k(pos.stage), map_k, sm.k_full(pos.stage), p, sq.seqlen_k, t.batch, n, t.head_kv);
+        } else {
+          mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
+          load_k(sm.k(pos.stage), map_k, sm.k_full(pos.stage), n * kBlockN, t.head_kv, batch);
+        }
       }
       if (n == kb.end - 1) {
         if (q_round > 0) mbar::wait(sm.q_empty(), (q_round - 1) & 1u);
@@ -69,8 +98,12 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
       }
       mbar::wait(sm.v_empty(pos.stage), pos.phase ^ 1u);
       if (leader) {
-        mbar::arrive_expect_tx(sm.v_full(pos.stage), kKVTileBytes);
-        load_v(sm.v(pos.stage), map_v, sm.v_full(pos.stage), n * kBlockN, t.head_kv, batch);
+        if constexpr (kPaged) {
+          load_paged<kPaddedV>(sm.v(pos.stage), map_v, sm.v_full(pos.stage), p, sq.seqlen_k, t.batch, n, t.head_kv);
+        } else {
+          mbar::arrive_expect_tx(sm.v_full(pos.stage), kKVTileBytes);
+          load_v(sm.v(pos.stage), map_v, sm.v_full(pos.stage), n * kBlockN, t.head_kv, batch);
+        }
       }
       pos.advance();
     }

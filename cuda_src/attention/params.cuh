@@ -37,6 +37,12 @@ struct FwdParams {
   i32 seqlen_k;          // kVarlen: total_k (sequences are clamped to the packed rows)
   i32 num_heads_q;
   i32 head_group;       // Hq / Hk: query heads sharing one K/V head
+  // kPaged: K and V map the page pool as rows (num_pages * page_size, Hk, D), boxes of page_rows rows
+  // (a divisor of both page_size and kBlockN); cu_seqlens_k is all zeros (rows are logical).
+  const i32* page_table;     // (B, pages_per_seq) int32
+  i32 page_size;
+  i32 pages_per_seq;
+  i32 page_rows;
   i32 num_m_blocks;     // ceil(Sq / kBlockM)
   i32 num_tiles;        // num_m_blocks * Hq * B (* num_splits): the grid strides over them (scheduler.cuh)
   i32 num_splits;       // kSplit: CTAs sharing one query tile's keys (1 without kSplit)

@@ -25,6 +25,16 @@ __device__ __forceinline__ void load(u32 dst, const TmaDesc* map, u32 bar, int r
   }
 }
 
+// Column block `blk` of a box of rows starting at `row` into `dst` (the box's rows are the map's).
+template <bool Padded>
+__device__ __forceinline__ void load_block(u32 dst, const TmaDesc* map, u32 bar, int blk, int row, int head, int batch) {
+  if constexpr (Padded) {
+    tma::load_4d(dst, map, bar, blk * kCols, row, head, batch);
+  } else {
+    tma::load_5d(dst, map, bar, 0, row, blk, head, batch);
+  }
+}
+
 // Column block `blk` of a tile's rows starting at `row` (the box's rows and the tile's layout are the map's).
 template <bool Padded>
 __device__ __forceinline__ void store_block(const TmaDesc* map, u32 src, int blk, int row, int head, int batch) {

@@ -11,7 +11,7 @@ split-KV combine) is one new module beside these, importing common, not its sibl
 """
 from .bwd import backward
 from .fwd import forward, forward_bhsd, forward_plan
-from .varlen import backward_varlen, forward_varlen, forward_varlen_plan
+from .varlen import backward_varlen, forward_varlen, forward_varlen_plan, page_rows
 
 __all__ = ["backward", "forward", "forward_bhsd", "forward_plan", "forward_varlen", "forward_varlen_plan",
-           "backward_varlen"]
+           "backward_varlen", "page_rows"]

@@ -19,19 +19,21 @@ row of a neighbouring sequence is ever read; O is written row by row, never past
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 
 from .. import checks
 from ..runtime import launch, tma
 from ..runtime.driver import on_device
-from ..variants import FWD_PARAMS, FwdVariant, fwd_tile
+from ..variants import FWD_PARAMS, FwdVariant, fwd_tile, split_tile
 from . import bwd, combine, fwd, splits
 from .common import DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index, score_scales
 
 _MAP_BYTES = 128
 _MAPS_PER_CTA = 3     # q, k, v
 _ALIGN = 128          # a tensor map's alignment (and a generous one for the f32 accumulators)
+_PAGE_ROW_MULTIPLE = 8   # paged chunks start at multiples of 8 rows (1024 bytes): the swizzle's period
 
 
 def _aligned(nbytes: int) -> int:
@@ -40,10 +42,19 @@ def _aligned(nbytes: int) -> int:
 
 @functools.cache
 def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, softcap: bool, head_dim_v: int,
-             sink: bool, split: bool) -> FwdVariant:
+             sink: bool, split: bool, paged: bool = False) -> FwdVariant:
     tile = None if split else fwd_tile(head_dim, causal, 0, softcap)
     return FwdVariant(head_dim, dtype, causal, debug=debug, tile=tile, softcap=softcap, varlen=True,
-                      head_dim_v=head_dim_v, sink=sink, split=split)
+                      head_dim_v=head_dim_v, sink=sink, split=split, paged=paged)
+
+
+def page_rows(page_size: int, head_dim: int, causal: bool) -> int:
+    """Rows of one paged K/V copy: the largest divisor of both the page size and the split kernel's
+    key block (a copy never straddles pages and the chunks tile the block). The kernel needs a
+    multiple of 8 (chunks at 1024-byte offsets keep the 128-byte swizzle); 0 when there is none
+    (the caller gathers the pages instead)."""
+    rows = math.gcd(page_size, split_tile(head_dim, causal).block_n)
+    return rows if rows % _PAGE_ROW_MULTIPLE == 0 else 0
 
 
 def _packed(t):
@@ -58,12 +69,13 @@ class _VarlenPlan:
 
     def __init__(self, q, k, v, batch: int, max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, mask,
                  softcap: float, has_sink: bool, seqused: bool, num_splits: int, rows_covered: bool = False,
-                 pack_group: int = 1):
+                 pack_group: int = 1, paged: tuple[int, int] | None = None):
         total_q, Hq, D = q.shape
         Hk, Dv = k.shape[1], v.shape[2]
         banded, causal_offset, local_offset = mask
         split = num_splits >= 0
-        variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0, Dv, has_sink, split)
+        variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0, Dv, has_sink, split,
+                           paged is not None)
         self.dev = device_index(q)
         self.kernel = fwd._loaded(variant, self.dev)
         m_blocks = -(-max_seqlen_q // variant.block_m)
@@ -84,7 +96,9 @@ class _VarlenPlan:
             cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, o_base=0,
             seq_maps=0, o_accum=0, lse_accum=0,
             q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
-            seqlen_q=total_q, seqlen_k=k.shape[0], num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks,
+            seqlen_q=total_q, seqlen_k=paged[0] * paged[1] if paged else k.shape[0], num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks,
+            page_table=0, page_size=paged[0] if paged else 0, pages_per_seq=paged[1] if paged else 0,
+            page_rows=page_rows(paged[0], D, banded) if paged else 0,
             num_tiles=ctas, num_splits=self.splits, pack_group=pack_group, causal_offset=causal_offset,
             local_offset=local_offset,
             **score_scales(softmax_scale, softcap),
@@ -110,16 +124,20 @@ class _VarlenPlan:
             self.combine_at = tuple(combine.COMBINE_PARAMS.offsets[f] for f in (
                 "o_accum", "lse_accum", "out", "lse", "sink", "cu_seqlens_q", "seqused_q"))
         at = FWD_PARAMS.offsets
+        # paged: K and V map the pool, boxes of one chunk of rows and one 64-column block (fwd_producer.cuh)
+        kv_box = (page_rows(paged[0], D, banded), 1) if paged else (variant.block_n, None)
         self.slots = tuple(
-            (at[name], tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, rows, kernel_dim=variant.kernel_dim),
-                                    self.dev))
-            for name, t, rows in (("q", q, variant.block_m), ("k", k, variant.block_n), ("v", v, variant.block_n)))
+            (at[name], tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, box[0], box[1],
+                                                               kernel_dim=variant.kernel_dim), self.dev))
+            for name, t, box in (("q", q, (variant.block_m, None)), ("k", k, kv_box), ("v", v, kv_box)))
+        self.page_table_at = at["page_table"] if paged else None
         self.ptr_at = tuple(at[f] for f in ("cu_seqlens_q", "cu_seqlens_k", "q_base", "k_base", "v_base", "o_base",
                                             "lse", "seq_maps"))
         self.seqused_at = (at["seqused_q"], at["seqused_k"]) if seqused else None
         self.sink_at = at["sink"] if has_sink else None
 
-    def __call__(self, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q=None, seqused_k=None, sink=None):
+    def __call__(self, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q=None, seqused_k=None, sink=None,
+                 page_table=None):
         if self.rows_covered:
             out = torch.empty(self.out_shape, dtype=self.dtype, device=self.device)
             lse = torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
@@ -140,6 +158,8 @@ class _VarlenPlan:
                 PTR.pack_into(block, at, t.data_ptr() if t is not None else 0)
         if self.sink_at is not None:
             PTR.pack_into(block, self.sink_at, sink.data_ptr())
+        if self.page_table_at is not None:
+            PTR.pack_into(block, self.page_table_at, page_table.data_ptr())
         stream = launch.stream_handle(self.dev)
         if self.combine is None:
             launch.launch_staged(self.kernel, self.grid, self.threads, self.dev, stream)
@@ -189,20 +209,25 @@ def forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, softm
 def forward_varlen_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: float, causal: bool,
                         causal_offset: int, local_offset: int | None, softcap: float, has_sink: bool,
                         seqused: bool, max_seqlen_k: int = 0, num_splits: int = -1,
-                        rows_covered: bool = False, pack_group: int = 1) -> _VarlenPlan:
+                        rows_covered: bool = False, pack_group: int = 1,
+                        paged: tuple[int, int] | None = None) -> _VarlenPlan:
     """The launch plan forward_varlen runs for this signature (built on first use): call it as
     plan(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, sink) -> (out, lse) with tensors
     of the signature's shapes, strides, dtype and device, and at least one query row and key (the
     callers that keep a plan, fa3lite/kvcache.py, check that once). rows_covered: the caller's
-    cu_seqlens_q / seqused_q give every row of q to a sequence, so out and lse need no fill."""
+    cu_seqlens_q / seqused_q give every row of q to a sequence, so out and lse need no fill.
+    paged: (page_size, pages_per_seq) to read K and V in place from a page pool: k, v are the pool as
+    rows (num_pages * page_size, Hk, D), cu_seqlens_k all zeros, and the plan takes page_table
+    (B, pages_per_seq) int32 contiguous as its last argument; the split kernel only (num_splits >= 0),
+    page_rows(page_size, ...) > 0."""
     mask = band(causal, causal_offset, local_offset)
     key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, q.device, batch, max_seqlen_q, mask,
            softmax_scale, softcap, has_sink, seqused, debug_build(), num_splits, max_seqlen_k if num_splits == 0 else 0,
-           rows_covered, pack_group)
+           rows_covered, pack_group, paged)
     plan = _plans.get(key)
     if plan is None:
         plan = _VarlenPlan(q, k, v, batch, max_seqlen_q, max_seqlen_k, softmax_scale, mask, softcap, has_sink,
-                           seqused, num_splits, rows_covered, pack_group)
+                           seqused, num_splits, rows_covered, pack_group, paged)
         if len(_plans) >= PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan
