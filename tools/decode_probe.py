@@ -59,55 +59,48 @@ def _graph_ms(fn, calls):
     return times[len(times) // 2]
 
 
-def sweep(out_path):
+def _contiguous_rows(sq, variants, extra=lambda b, length: {}):
+    """For each SHAPES (B, L): q of sq rows, caches full to L rotated past L2, and each variant
+    (label, flash_attn_with_kvcache keywords) timed from graph replays; rows for the JSON file."""
     rows = []
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
     for b, length in SHAPES:
         kv_bytes = b * length * HK * D * 2 * 2
-        sets = max(1, -(-ROTATE_BYTES // kv_bytes))
-        q, kv = _caches(b, length, sets)
+        q, kv = _caches(b, length, max(1, -(-ROTATE_BYTES // kv_bytes)), sq)
         seqlens = torch.full((b,), length, dtype=torch.int32, device="cuda")
-        picked = split_rule.num_splits(b * HK, -(-length // 128), sms)   # pack-GQA: one tile per K/V head
-        result = {"B": b, "L": length, "kv_bytes": kv_bytes, "heuristic": picked, "ms": {}}
-        for n in SPLITS + (0,):
-            def calls(n=n):
+        result = {"B": b, "L": length, "sq": sq, "kv_bytes": kv_bytes, "ms": {}, **extra(b, length)}
+        for label, kwargs in variants:
+            def calls(kwargs=kwargs):
                 for kc, vc in kv:
-                    fa3lite.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, causal=True, num_splits=n)
-            ms = _graph_ms(calls, len(kv))
-            result["ms"][n] = ms
-            print(f"B={b:3d} L={length:6d} splits={n:3d}{' (heuristic ' + str(picked) + ')' if n == 0 else ''}: "
-                  f"{ms * 1e3:8.1f} us  {kv_bytes / ms / 1e6:7.0f} GB/s", flush=True)
+                    fa3lite.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, causal=True, **kwargs)
+            ms = result["ms"][label] = _graph_ms(calls, len(kv))
+            print(f"Sq={sq} B={b:3d} L={length:6d} {label:>10}: {ms * 1e3:8.1f} us  {kv_bytes / ms / 1e6:7.0f} GB/s",
+                  flush=True)
         rows.append(result)
         del kv
         torch.cuda.empty_cache()
+    return rows
+
+
+def _write(rows, out_path):
     if out_path:
         with open(out_path, "w") as f:
             json.dump(rows, f, indent=1)
+
+
+def sweep(out_path):
+    """Kernel time per num_splits (0: the heuristic, whose pick is recorded) of a decode step."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+
+    def heuristic(b, length):   # pack-GQA: one tile per K/V head
+        return {"heuristic": split_rule.num_splits(b * HK, -(-length // 128), sms)}
+
+    variants = [(f"splits={n}", {"num_splits": n}) for n in SPLITS] + [("heuristic", {"num_splits": 0})]
+    _write(_contiguous_rows(1, variants, heuristic), out_path)
 
 
 def pack(out_path, sq=4):
     """Kernel time of a causal step of sq query rows with the group's heads packed (default) and not."""
-    rows = []
-    for b, length in SHAPES:
-        kv_bytes = b * length * HK * D * 2 * 2
-        sets = max(1, -(-ROTATE_BYTES // kv_bytes))
-        q, kv = _caches(b, length, sets, sq)
-        seqlens = torch.full((b,), length, dtype=torch.int32, device="cuda")
-        result = {"B": b, "L": length, "sq": sq, "kv_bytes": kv_bytes, "ms": {}}
-        for packed in (False, None):
-            def calls(packed=packed):
-                for kc, vc in kv:
-                    fa3lite.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, causal=True, pack_gqa=packed)
-            ms = _graph_ms(calls, len(kv))
-            result["ms"]["packed" if packed is None else "unpacked"] = ms
-            print(f"Sq={sq} B={b:3d} L={length:6d} {'packed  ' if packed is None else 'unpacked'}: {ms * 1e3:8.1f} us "
-                  f"{kv_bytes / ms / 1e6:7.0f} GB/s", flush=True)
-        rows.append(result)
-        del kv
-        torch.cuda.empty_cache()
-    if out_path:
-        with open(out_path, "w") as f:
-            json.dump(rows, f, indent=1)
+    _write(_contiguous_rows(sq, [("unpacked", {"pack_gqa": False}), ("packed", {"pack_gqa": None})]), out_path)
 
 
 PAGED_SHAPES = ((1, 131072), (8, 32768), (64, 8192))
@@ -146,9 +139,7 @@ def paged(out_path):
             rows.append(result)
             del pools
             torch.cuda.empty_cache()
-    if out_path:
-        with open(out_path, "w") as f:
-            json.dump(rows, f, indent=1)
+    _write(rows, out_path)
 
 
 def host():
