@@ -219,3 +219,29 @@ def test_malformed_cache_seqlens_stay_in_bounds():
                                                cache_batch_idx=torch.tensor([2], device="cuda"), causal=True,
                                                num_splits=num_splits, backend="fa3lite")
         assert torch.equal(out[2], good[0])
+
+
+@pytest.mark.parametrize("page_size", [None, 16, 64, 256])
+@pytest.mark.parametrize("sq", [1, 4])
+def test_against_the_numba_oracle(page_size, sq):
+    """The kernels (split-KV, packed GQA, pages read in place) against the independent Numba oracle
+    (fa3lite.numba_kernels.kvcache, fp32) by FA3's rule, after an append that the oracle sees as
+    part of the cache; shuffled pages, NaN in every unused row and page."""
+    from fa3lite.numba_kernels.kvcache import kvcache_attention
+
+    pages = None if page_size is None else (-(-700 // page_size), page_size)
+    x = inputs(torch.bfloat16, sq=sq, s_new=sq, paged=pages)
+    capacity = pages[0] * pages[1] if pages else 700
+    lengths = [0, 37, capacity - sq]
+    fill(x, x["page_table"], lengths)
+    seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    out, lse = fa3lite.flash_attn_with_kvcache(x["q"], x["k_cache"], x["v_cache"], x["k"], x["v"], cache_seqlens=seqlens,
+                                               page_table=x["page_table"], softmax_scale=SCALE, causal=True,
+                                               return_softmax_lse=True, backend="fa3lite")
+    ends = seqlens + sq   # the appended rows are part of the cache now
+    ref_out, ref_lse = kvcache_attention(x["q"], x["k_cache"], x["v_cache"], ends, page_table=x["page_table"],
+                                         softmax_scale=SCALE, causal=True)
+    pt_out, pt_lse, _, _ = reference(x["q"], x["k_cache"], x["v_cache"], None, None, None, None, ends, None, None,
+                                     x["page_table"], True, (-1, -1), True, SCALE, dtype=x["q"].dtype)
+    check_rule("out", out, ref_out, pt_out)
+    check_rule("lse", lse, ref_lse, pt_lse.float())
