@@ -24,7 +24,7 @@ def _private_cache(tmp_path, monkeypatch):
                          ids=lambda v: f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-n{v.block_n}"
                                        f"{'-p' if v.tile.persistent else ''}{'-softcap' if v.softcap else ''}"
                                        f"{'-varlen' if v.varlen else ''}{f'-v{v.head_dim_v}' if v.head_dim_v != v.head_dim else ''}"
-                                       f"{'-sink' if v.sink else ''}{'-split' if v.split else ''}")
+                                       f"{'-sink' if v.sink else ''}{'-split' if v.split else ''}{'-paged' if v.paged else ''}")
 def test_fwd_variant_resources_and_sass(variant):
     info = spec_info(variant.spec(), variant.smem_bytes)
     sass = info["sass"]
@@ -61,8 +61,11 @@ def test_combine_variant_resources_and_sass(variant):
 def test_split_variants_cover_every_varlen_kernel():
     variants = all_fwd_variants()
     varlen = {dataclasses.replace(v, split=False, tile=None) for v in variants if v.varlen and not v.split}
-    split = {dataclasses.replace(v, split=False, tile=None) for v in variants if v.split}
+    split = {dataclasses.replace(v, split=False, tile=None) for v in variants if v.split and not v.paged}
     assert split == varlen
+    # paged K/V: every split variant without a sink (flash_attn_with_kvcache takes none)
+    paged = {dataclasses.replace(v, paged=False) for v in variants if v.paged}
+    assert paged == {v for v in variants if v.split and not v.paged and not v.sink}
     for v in variants:
         if v.split:
             assert v.tile == split_tile(v.head_dim, v.causal) and v.block_m == 64 and v.threads == 256

@@ -4,7 +4,9 @@
     fwd      the forward kernel: variant and grid choice, launch plans (tensor maps, parameters)
     bwd      the backward's preprocess, main and postprocess kernels
     varlen   forward and backward on packed variable-length sequences (the fwd/bwd kernels' varlen
-             variants)
+             variants), and the split-KV / paged decode launches of the forward
+    combine  the split-KV combine kernel (merges the splits' partial O and LSE)
+    splits   how many CTAs share one query tile's keys when the caller leaves it to us
 
 fa3lite.ops calls the entry points re-exported here. A new kernel family (a KV-cache forward, a
 split-KV combine) is one new module beside these, importing common, not its siblings.
