@@ -17,6 +17,7 @@ from ..runtime.params import ParamStruct
 from ..variants import DTYPES
 
 THREADS = 256            # kThreads in combine.cu: one warp per (row, head)
+MAX_SEQUENCES = 65535    # grid.y is the sequence: CUDA's limit on it
 PAIRS_PER_CTA = THREADS // 32
 
 COMBINE_PARAMS = ParamStruct("fa3lite::attn::combine::CombineParams", (

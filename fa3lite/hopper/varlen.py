@@ -83,6 +83,8 @@ class _VarlenPlan:
         if split and num_splits == 0:
             num_splits = splits.num_splits(tiles, -(-max_seqlen_k // variant.block_n), fwd._sm_count(self.dev))
         self.splits = min(max(num_splits, 1), splits.MAX_SPLITS)
+        if batch > combine.MAX_SEQUENCES:   # the combine's grid has a row per sequence; so many fill the GPU anyway
+            self.splits = 1
         ctas = tiles * self.splits
         if ctas > MAX_GRID_X:
             raise ValueError(f"too many tiles for one launch: {ctas} > {MAX_GRID_X}")
