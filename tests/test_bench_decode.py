@@ -402,6 +402,12 @@ def test_host_times_after_a_check(small_checks):
     assert hosts["sdpa"].status == OK and hosts["fa3lite"].mode == "fwd"
     assert hosts["cudnn"].status == UNSUPPORTED and hosts["fa4"].status == ABSENT
     assert timer.host_calls == 2 and decode.HOST_CASE.cache_len == 1024 and decode.HOST_CASE.batch == 1
+    # seconds of work, measured before the grid: a spent time budget does not skip it; a lost context does
+    spent = DecodeRunner(impls, FakeTimer(), "cpu", l2_bytes=4096, absent={"fa4": "x"}, deadline=0.0,
+                         clock=lambda: 1.0)
+    assert {h.impl: h.status for h in spent.host_times()}["fa3lite"] == OK
+    spent.fatal = "CUDA context lost"
+    assert {h.status for h in spent.host_times() if h.impl != "fa4"} == {SKIPPED}
 
 
 # ---- JSON and table from hand-made rows ----------------------------------------------------------------

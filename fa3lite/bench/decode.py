@@ -238,16 +238,16 @@ class DecodeRunner:
     # ---- host time at a small decode shape ------------------------------------------------------
     def host_times(self, case: DecodeCase | None = None) -> list[HostTime]:
         """Host microseconds per call (mode "fwd": no grad) of each implementation at `case`
-        (HOST_CASE when None), after its check there."""
+        (HOST_CASE when None), after its check there. Seconds of work: the time budget does not
+        apply (a run measures it before the grid); a lost CUDA context does."""
         case = HOST_CASE if case is None else case
         results = []
         for impl in self.impls:
             if impl.name in self.absent:
                 results.append(HostTime(impl.name, ABSENT, reason=self.absent[impl.name]))
                 continue
-            stop = self._stop_reason()
-            if stop:
-                results.append(HostTime(impl.name, SKIPPED, reason=stop))
+            if self.fatal:
+                results.append(HostTime(impl.name, SKIPPED, reason=self.fatal))
                 continue
             status, detail = self._check(impl, case)
             if status != OK:

@@ -57,12 +57,12 @@ def run_decode(opts, check, t0: float, device: str = "cuda") -> int:
             run.copy_bandwidth_gbs = measure_copy_bandwidth(timer, device)
         except Exception as exc:
             run.notes.append("copy bandwidth not measured: " + exception_reason(exc))
+        if opts.host_time:   # first: a few seconds, and never lost to the time budget
+            run.host_times = runner.host_times()
         try:
             run_tracked(runner, cases)
         finally:
             run.decode = list(runner.rows)
-        if opts.host_time:
-            run.host_times = runner.host_times()
     except KeyboardInterrupt:
         run.complete = False
         status = EXIT_INTERRUPTED
