@@ -94,8 +94,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     elif found is not None:   # a signature that ran on the kernels: straight to its launch plan
         with torch.no_grad():
             return found(*args)
-    layout = _Layout.of(q, k_cache, page_table, k, softmax_scale, causal, window_size, softcap, rotary_interleaved,
-                        num_splits, pack_gqa, return_softmax_lse, backend)
+    layout = _Layout.of(q, k_cache, page_table, softmax_scale, causal, window_size, softcap, rotary_interleaved,
+                        num_splits, pack_gqa, return_softmax_lse)
     with torch.no_grad():
         if _pages_in_place(layout, q, k_cache, v_cache, page_table, backend):
             paged = dataclasses.replace(layout, pages_in_place=True)
@@ -171,8 +171,8 @@ class _Layout:
     pages_in_place: bool = False   # the kernel reads the page pool (else the pages are gathered)
 
     @classmethod
-    def of(cls, q, k_cache, page_table, k, softmax_scale, causal, window_size, softcap, interleaved, num_splits,
-           pack_gqa, return_lse, backend) -> "_Layout":
+    def of(cls, q, k_cache, page_table, softmax_scale, causal, window_size, softcap, interleaved, num_splits,
+           pack_gqa, return_lse) -> "_Layout":
         b, sq, hq, d = q.shape
         paged = page_table is not None
         group = hq // k_cache.shape[2]
