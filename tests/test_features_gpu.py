@@ -18,22 +18,9 @@ if not (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 
     pytest.skip("needs a Hopper (sm_90) GPU", allow_module_level=True)
 
 import fa3lite  # noqa: E402
+from fa3lite.bench.reference import visible_mask  # noqa: E402  (flash_attn's window, bottom-right)
 
 ATOL = 1e-3
-
-
-def visible_mask(sq, sk, causal, window, device):
-    """(Sq, Sk) bool: flash_attn's window semantics, aligned to the bottom-right diagonal."""
-    left, right = window
-    if causal:
-        right = 0
-    dist = torch.arange(sk, device=device)[None, :] - torch.arange(sq, device=device)[:, None] - (sk - sq)
-    visible = torch.ones(sq, sk, dtype=torch.bool, device=device)
-    if right >= 0:
-        visible &= dist <= right
-    if left >= 0:
-        visible &= dist >= -left
-    return visible
 
 
 def dense(q, k, v, sink, dout, scale, causal, window, softcap, dtype):

@@ -271,18 +271,13 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     partial = out_dir / PARTIAL_NAME
     absent = {i.name: reason for i in impls if (reason := i.probe())}
-    run = BenchRun(
-        meta=collect_env(),
-        config=dict(preset=opts.preset, dtype=spec.dtype, tokens=spec.tokens, width=spec.width,
-                    head_dims=list(spec.head_dims), causal=list(spec.causal), seqlens=list(spec.seqlens),
-                    modes=list(spec.modes), reps=opts.reps, warmup=opts.warmup,
-                    impls=[i.name for i in impls], time_budget_s=opts.time_budget,
-                    odd_check=opts.odd_check, features=opts.features),
-        self_check=list(check.lines) + [f"self-check {'passed' if check.ok else 'FAILED'}"],
-        absent=absent,
-    )
-    if not check.ok:
-        run.notes.append("the reference self-check FAILED: see self_check in results.json")
+    run = BenchRun.begin(
+        collect_env(),
+        dict(preset=opts.preset, dtype=spec.dtype, tokens=spec.tokens, width=spec.width,
+             head_dims=list(spec.head_dims), causal=list(spec.causal), seqlens=list(spec.seqlens),
+             modes=list(spec.modes), reps=opts.reps, warmup=opts.warmup, impls=[i.name for i in impls],
+             time_budget_s=opts.time_budget, odd_check=opts.odd_check, features=opts.features),
+        check, absent)
     print(f"{run.meta['device']}: {len(cells)} cells x {len(spec.modes)} modes x {len(impls)} implementations"
           + (f"; absent: {', '.join(absent)}" if absent else ""), flush=True)
     status = EXIT_OK

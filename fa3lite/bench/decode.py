@@ -23,7 +23,6 @@ import contextlib
 import functools
 import math
 import time
-import zlib
 
 import torch
 
@@ -32,7 +31,7 @@ from .decode_impls import DECODE_FA3LITE_IMPLS, DecodeBound
 from .decode_inputs import decode_reference, make_inputs, with_stale_tail
 from .reference import TORCH_DTYPES, fa3_verdict
 from .results import ABSENT, OK, OOM, SKIPPED, WRONG, CheckRecord, DecodeMeasurement, HostTime
-from .runner import TIME_BUDGET_REASON, Refused, compared, exception_reason, guarded, is_fatal, is_oom
+from .runner import CaseRunner, Refused, compared, exception_reason, guarded, is_fatal, is_oom
 from .timing import L2_MULTIPLE, Stats
 
 COPY_BYTES = 2 * 2**30          # the copy that measures the device's bandwidth: far past any L2
@@ -79,7 +78,7 @@ def _same_shape(out: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
     return out
 
 
-class DecodeRunner:
+class DecodeRunner(CaseRunner):
     """Checks and times the decode cases. impls: decode_impls.DecodeImpl objects; timer: .time(step,
     n_sets, context) -> [ms], .time_graphed (the same, from CUDA-graph replays) and
     .host_time(call, context=) -> (host_us, wall_us), as GridRunner's;
@@ -88,18 +87,9 @@ class DecodeRunner:
 
     def __init__(self, impls, timer, device, *, l2_bytes: int, absent=None, deadline: float | None = None,
                  progress=None, seed: int = 0, clock=time.monotonic):
-        self.impls = list(impls)
-        self.timer = timer
-        self.device = torch.device(device)
-        self.l2_bytes = l2_bytes
-        self.absent = dict(absent or {})
-        self.deadline = deadline
-        self.progress = progress
-        self.seed = seed
-        self.clock = clock
+        super().__init__(impls, timer, device, l2_bytes=l2_bytes, absent=absent, deadline=deadline,
+                         progress=progress, seed=seed, clock=clock)
         self.rows: list[DecodeMeasurement] = []
-        self.checks: list[CheckRecord] = []
-        self.fatal: str | None = None  # set once the CUDA context is lost: nothing more can run
         self._verdicts: dict[tuple, tuple[str, str]] = {}
         self._eager: dict[str, str] = {}   # impl name -> why its calls could not be graph-captured
         self._check_data: tuple | None = None  # (reduced case, inputs, ref, pt) of the latest check
@@ -123,12 +113,6 @@ class DecodeRunner:
 
     def _live(self):
         return [i for i in self.impls if i.name not in self.absent]
-
-    def _stop_reason(self) -> str | None:
-        if self.fatal:
-            return self.fatal
-        out_of_time = self.deadline is not None and self.clock() >= self.deadline
-        return TIME_BUDGET_REASON if out_of_time else None
 
     def _advance(self, case, impl):
         if self.progress is not None:
@@ -215,25 +199,15 @@ class DecodeRunner:
         consecutive cases mostly share it."""
         if self._check_data is None or self._check_data[0] != small:
             self._check_data = None  # the old case's tensors go before the new ones are made
-            inputs = make_inputs(small, self.device, self._generator(small, "check"))
+            inputs = make_inputs(small, self.device, self._generator("check", small))
             ref = decode_reference(small, inputs, torch.float32)
             pt = decode_reference(small, inputs, TORCH_DTYPES[small.dtype])
             self._check_data = (small, inputs, ref, pt)
         return self._check_data[1:]
 
     def _timing_sets(self, case: DecodeCase):
-        g = self._generator(case, "time")
+        g = self._generator("time", case)
         return [make_inputs(case, self.device, g) for _ in range(decode_sets(case.kv_bytes, self.l2_bytes))]
-
-    def _generator(self, case: DecodeCase, purpose: str) -> torch.Generator:
-        g = torch.Generator(device=self.device)
-        # crc32 of the case's text: the same inputs in every run (str hash() is salted per process).
-        g.manual_seed(zlib.crc32(repr((self.seed, purpose, case)).encode()))
-        return g
-
-    def _cleanup(self):
-        if self.device.type == "cuda" and not self.fatal:
-            torch.cuda.empty_cache()
 
     # ---- host time at a small decode shape ------------------------------------------------------
     def host_times(self, case: DecodeCase | None = None) -> list[HostTime]:
@@ -254,7 +228,7 @@ class DecodeRunner:
                 results.append(HostTime(impl.name, status, reason=detail))
                 continue
             try:
-                inputs = make_inputs(case, self.device, self._generator(case, "host"))
+                inputs = make_inputs(case, self.device, self._generator("host", case))
                 bound = guarded(lambda: impl.bind(case, self.device))
                 host_us, wall_us = guarded(lambda: self.timer.host_time(
                     lambda: bound.call(inputs), context=_entered(bound.context, torch.no_grad)))

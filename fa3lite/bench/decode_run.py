@@ -1,7 +1,7 @@
 """`python -m fa3lite.bench --decode`: the decode grid in place of the dense grid and feature rows.
 
-Order: the device's copy bandwidth (once), the cases (decode.DecodeRunner), then the host time per
-call at decode.HOST_CASE (unless --no-host-time). Writes table.txt and results.json ("decode" rows
+Order: the device's copy bandwidth (once), the host time per call at decode.HOST_CASE (unless
+--no-host-time; seconds of work, never cut by the time budget), then the cases (decode.DecodeRunner). Writes table.txt and results.json ("decode" rows
 and "copy_bandwidth_gbs"); no CSV rows, plots or compile times (those describe the dense grid).
 """
 from __future__ import annotations
@@ -35,18 +35,13 @@ def run_decode(opts, check, t0: float, device: str = "cuda") -> int:
     absent = {i.name: reason for i in impls if (reason := i.probe())}
     deadline = t0 + opts.time_budget if opts.time_budget else None
     opts.out.mkdir(parents=True, exist_ok=True)
-    run = BenchRun(
-        meta=collect_env(),
-        config=dict(decode=opts.decode, dtype=spec.dtype, query_lens=list(spec.query_lens),
-                    batches=list(spec.batches), cache_lens=list(spec.cache_lens),
-                    head_configs=[list(h) for h in spec.head_configs], head_dim=spec.head_dim,
-                    page_sizes=list(spec.page_sizes), cases=len(cases), reps=opts.reps, warmup=opts.warmup,
-                    impls=[i.name for i in impls], time_budget_s=opts.time_budget),
-        self_check=list(check.lines) + [f"self-check {'passed' if check.ok else 'FAILED'}"],
-        absent=absent,
-    )
-    if not check.ok:
-        run.notes.append("the reference self-check FAILED: see self_check in results.json")
+    run = BenchRun.begin(
+        collect_env(),
+        dict(decode=opts.decode, dtype=spec.dtype, query_lens=list(spec.query_lens), batches=list(spec.batches),
+             cache_lens=list(spec.cache_lens), head_configs=[list(h) for h in spec.head_configs],
+             head_dim=spec.head_dim, page_sizes=list(spec.page_sizes), cases=len(cases), reps=opts.reps,
+             warmup=opts.warmup, impls=[i.name for i in impls], time_budget_s=opts.time_budget),
+        check, absent)
     print(f"{run.meta['device']}: decode grid ({opts.decode}), {len(cases)} cases x {len(impls)} implementations"
           + (f"; absent: {', '.join(absent)}" if absent else ""), flush=True)
     status = EXIT_OK

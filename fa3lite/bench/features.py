@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import importlib
 import time
-import zlib
 
 import torch
 
@@ -29,7 +28,7 @@ from .reference import TORCH_DTYPES, fa3_verdict, packed_reference, random_input
 from .results import ABSENT, OK, OOM, SKIPPED, CheckRecord, FeatureMeasurement
 from .runner import (
     PART_OF_MODE,
-    TIME_BUDGET_REASON,
+    CaseRunner,
     Refused,
     check_parts,
     exception_reason,
@@ -117,7 +116,7 @@ def _packed(t: torch.Tensor, case: FeatureCase) -> torch.Tensor:
     return t.reshape(want)
 
 
-class FeatureRunner:
+class FeatureRunner(CaseRunner):
     """Checks and times the feature cases. impls: the run's Impl objects (those that apply to a case
     get rows); modes: the run's modes; timer as GridRunner's; absent: {impl name: reason}; fatal: why
     nothing may run (a CUDA context lost in the grid), or None. Rows gather in `rows` as each case
@@ -125,19 +124,10 @@ class FeatureRunner:
 
     def __init__(self, impls, modes, timer, device, *, l2_bytes: int, absent=None, deadline: float | None = None,
                  fatal: str | None = None, progress=None, seed: int = 0, clock=time.monotonic):
-        self.impls = list(impls)
+        super().__init__(impls, timer, device, l2_bytes=l2_bytes, absent=absent, deadline=deadline, fatal=fatal,
+                         progress=progress, seed=seed, clock=clock)
         self.modes = tuple(modes)
-        self.timer = timer
-        self.device = torch.device(device)
-        self.l2_bytes = l2_bytes
-        self.absent = dict(absent or {})
-        self.deadline = deadline
-        self.fatal = fatal
-        self.progress = progress
-        self.seed = seed
-        self.clock = clock
         self.rows: list[FeatureMeasurement] = []
-        self.checks: list[CheckRecord] = []
 
     def run(self, cases: list[FeatureCase]) -> list[FeatureMeasurement]:
         for case in cases:
@@ -150,12 +140,6 @@ class FeatureRunner:
 
     def _live(self, case):
         return [i for i in self.impls if applies(i.name, case) and i.name not in self.absent]
-
-    def _stop_reason(self) -> str | None:
-        if self.fatal:
-            return self.fatal
-        out_of_time = self.deadline is not None and self.clock() >= self.deadline
-        return TIME_BUDGET_REASON if out_of_time else None
 
     def _rows(self, impl, case, status, reason="") -> list[FeatureMeasurement]:
         return [FeatureMeasurement(impl.name, case, mode, status, reason=reason, deterministic=impl.deterministic)
@@ -263,12 +247,6 @@ class FeatureRunner:
         if any(m.impl == impl.name and is_fatal(m.reason) for m in out):
             self.fatal = f"CUDA context lost after {impl.name} at {case.label}"
 
-    def _generator(self, case: FeatureCase) -> torch.Generator:
-        g = torch.Generator(device=self.device)
-        # crc32 of the case's text: the same inputs in every run (str hash() is salted per process).
-        g.manual_seed(zlib.crc32(repr((self.seed, case)).encode()))
-        return g
-
     def _one_set(self, case: FeatureCase, generator):
         """(q, k, v, dout) in the case's layout, standard normal in its dtype."""
         dtype = TORCH_DTYPES[case.dtype]
@@ -284,6 +262,3 @@ class FeatureRunner:
         g = self._generator(case)
         return [self._one_set(case, g) for _ in range(rotation_sets(3 * case.elements * elt, self.l2_bytes))]
 
-    def _cleanup(self):
-        if self.device.type == "cuda" and not self.fatal:
-            torch.cuda.empty_cache()

@@ -164,6 +164,17 @@ class BenchRun:
     elapsed_s: float = 0.0
     complete: bool = True
 
+    @classmethod
+    def begin(cls, meta: dict, config: dict, check, absent: dict[str, str]) -> "BenchRun":
+        """A run before any measurement: its environment, configuration, the reference self-check
+        (check.lines, check.ok: its verdict is the last line, and a note says when it failed) and the
+        implementations that are absent ({name: reason})."""
+        run = cls(meta=meta, config=config,
+                  self_check=list(check.lines) + [f"self-check {'passed' if check.ok else 'FAILED'}"], absent=absent)
+        if not check.ok:
+            run.notes.append("the reference self-check FAILED: see self_check in results.json")
+        return run
+
 
 def _timing_fields(m) -> dict:
     """The fields a grid and a feature measurement share: mode, status, timing statistics, FLOPs

@@ -200,32 +200,63 @@ def time_mode(timer, bound, sets, mode: str):
     return timer.time(step, n, _entered(bound.context, torch.enable_grad))
 
 
-class GridRunner:
+class CaseRunner:
+    """What the grid's, the feature rows' and the decode grid's runners share: the implementations,
+    timer, device and L2 size, absent implementations ({impl name: reason}), the time budget
+    (deadline on `clock`), progress, the input seed, the check records, and `fatal`: why nothing may
+    run any more (a lost CUDA context), or None."""
+
+    def __init__(self, impls, timer, device, *, l2_bytes: int, absent=None, deadline: float | None = None,
+                 fatal: str | None = None, progress=None, seed: int = 0, clock=time.monotonic):
+        self.impls = list(impls)
+        self.timer = timer
+        self.device = torch.device(device)
+        self.l2_bytes = l2_bytes
+        self.absent = dict(absent or {})
+        self.deadline = deadline
+        self.fatal = fatal
+        self.progress = progress
+        self.seed = seed
+        self.clock = clock
+        self.checks: list[CheckRecord] = []
+
+    def _out_of_time(self) -> bool:
+        return self.deadline is not None and self.clock() >= self.deadline
+
+    def _stop_reason(self) -> str | None:
+        """Why no new work may start: a lost CUDA context or the time budget."""
+        if self.fatal:
+            return self.fatal
+        return TIME_BUDGET_REASON if self._out_of_time() else None
+
+    def _generator(self, *key) -> torch.Generator:
+        g = torch.Generator(device=self.device)
+        # crc32 of the key's text: the same inputs in every run (str hash() is salted per process).
+        g.manual_seed(zlib.crc32(repr((self.seed,) + key).encode()))
+        return g
+
+    def _cleanup(self):
+        if self.device.type == "cuda" and not self.fatal:
+            torch.cuda.empty_cache()
+
+
+class GridRunner(CaseRunner):
     """Orchestrates checks and timings. timer: .time(step, n_sets, context) -> [ms],
     .host_time(call, context=) -> (host_us, wall_us). absent: {impl name: reason}."""
 
     def __init__(self, impls, spec: GridSpec, timer, device, *, l2_bytes: int, absent=None,
                  progress=None, deadline: float | None = None, odd_check: bool = True,
                  odd_check_impls=FA3LITE_IMPLS, seed: int = 0, clock=time.monotonic, on_result=None):
-        self.impls = list(impls)
+        super().__init__(impls, timer, device, l2_bytes=l2_bytes, absent=absent, deadline=deadline,
+                         progress=progress, seed=seed, clock=clock)
         self.spec = spec
-        self.timer = timer
-        self.device = torch.device(device)
         self.dtype = TORCH_DTYPES[spec.dtype]
-        self.l2_bytes = l2_bytes
-        self.absent = dict(absent or {})
-        self.progress = progress
-        self.deadline = deadline
         self.odd_check = odd_check
         self.odd_check_impls = tuple(odd_check_impls)
-        self.seed = seed
-        self.clock = clock
         self.on_result = on_result or (lambda m: None)
-        self.checks: list[CheckRecord] = []
         self._odd: dict[tuple, dict] = {}
         self._oracle_done: set[tuple] = set()
         self.wall_s: dict[str, float] = {}  # per implementation: checks, compiles and timing together
-        self.fatal: str | None = None  # set once the CUDA context is lost: nothing more can run
 
     # ---- the grid -------------------------------------------------------------------------
     def run(self, cells: list[Cell]) -> list[Measurement]:
@@ -238,15 +269,6 @@ class GridRunner:
         """Progress weight of the grid: FLOPs of every (cell, live implementation, mode)."""
         live = sum(1 for i in self.impls if i.name not in self.absent)
         return sum(cell_flops(c, m) for c in cells for m in self.spec.modes) * max(live, 1)
-
-    def _out_of_time(self) -> bool:
-        return self.deadline is not None and self.clock() >= self.deadline
-
-    def _stop_reason(self) -> str | None:
-        """Why no new work may start: a lost CUDA context or the time budget."""
-        if self.fatal:
-            return self.fatal
-        return TIME_BUDGET_REASON if self._out_of_time() else None
 
     def _execution_order(self, impls):
         """fa3lite's implementations last in each cell: if a fault of the kernels under test kills
@@ -319,12 +341,6 @@ class GridRunner:
     def _scale(self, cell_or_dim) -> float:
         d = cell_or_dim if isinstance(cell_or_dim, int) else cell_or_dim.head_dim
         return d ** -0.5
-
-    def _generator(self, *key) -> torch.Generator:
-        g = torch.Generator(device=self.device)
-        # crc32 of the key's text: the same inputs in every run (str hash() is salted per process).
-        g.manual_seed(zlib.crc32(repr((self.seed,) + key).encode()))
-        return g
 
     def _inputs(self, cell: Cell):
         """n_sets tuples (q, k, v, dout), each (B, S, H, d) in the grid's dtype."""
@@ -412,10 +428,6 @@ class GridRunner:
         ok = all(v.ok for v in verdicts)
         self._record("numba-oracle", d, causal, ODD_SEQLEN, OK if ok else WRONG,
                      "vs torch fp32 reference: " + "; ".join(v.describe() for v in verdicts))
-
-    def _cleanup(self):
-        if self.device.type == "cuda" and not self.fatal:
-            torch.cuda.empty_cache()
 
     # ---- host time at a tiny shape ----------------------------------------------------------
     def host_times(self) -> list[HostTime]:
