@@ -64,8 +64,8 @@ def test_bwd_variant_resources_and_sass(variant):
         # dK/dV are the only plain global stores (dQ goes through reductions)
         assert not any(op.startswith("STG") for op in sass), sorted(sass)
     # S^T and dP^T (D/16 k-steps each), dV and dK (kBlockM/16 each), dQ (the keys one warpgroup sums)
-    d, m, n = variant.kernel_dim, hopper_bwd.BLOCK_M, variant.block_n
-    dq_steps = n // 16 if d >= 128 else n // 32
+    d, m, n = variant.kernel_dim, variant.block_m, variant.block_n
+    dq_steps = n // 16 if d >= 128 or m == 128 else n // 32   # all keys, or a partial over its own
     hgmma = 2 * (d // 16) + (2 * (m // 16) if need_dkv else 0) + (dq_steps if need_dq else 0)
     assert sass.get("HGMMA", 0) == hgmma
     # stmatrix, one x4 per 16 query columns of a warpgroup's tile: dS^T goes to smem for dQ (and in

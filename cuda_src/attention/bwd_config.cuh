@@ -32,7 +32,10 @@ constexpr bool kNeedDq = FA3LITE_NEED_DQ != 0;
 constexpr bool kNeedDkv = FA3LITE_NEED_DKV != 0;
 constexpr bool kWide = kHeadDim > 128;
 
-constexpr int kBlockM = 64;                 // query rows per step: the N of S^T = K Q^T, the K of dV += P^T dO
+// Query rows per step: the N of S^T = K Q^T, the K of dV += P^T dO. The host picks it per head dim
+// (BwdVariant.block_m): 128 at D = 64, where S^T and dP^T of 128 queries still fit next to dK/dV (32
+// floats each) and every SS wgmma reads half the shared memory per FLOP of a 64-query step; 64 else.
+constexpr int kBlockM = FA3LITE_BWD_BLOCK_M;
 constexpr int kBlockN = kWide ? 64 : 128;   // key rows per CTA
 constexpr int kStages = 2;                  // depth of the Q/dO ring
 
@@ -56,19 +59,23 @@ constexpr int kColBlocks = kHeadDim / kSwizzleCols;
 constexpr int kQTileBytes = kBlockM * kHeadDim * kElemBytes;    // Q and dO tiles
 constexpr int kKTileBytes = kBlockN * kHeadDim * kElemBytes;    // K and V tiles
 
-// dQ (kBlockM x D) = dS (kBlockM x kBlockN) K, one kBlockM x kDqN tile per consumer warpgroup.
-// Narrow D = 128 and wide: the warpgroups split dQ's columns (each needs every key row, so dS goes
-// through shared memory and a barrier). D = 64: a 32-column half would start inside a swizzle atom,
-// so each warpgroup computes a partial dQ over its own key rows and both partials are added.
-constexpr bool kDqSplitCols = kHeadDim >= 128;
+// dQ (kBlockM x D) = dS (kBlockM x kBlockN) K, one 64 x kDqN tile per consumer warpgroup.
+// 128-query steps: the warpgroups split dQ's rows (queries). Narrow D = 128 and wide: they split its
+// columns. Both need every key row, so dS goes through shared memory and a barrier. D = 64 with
+// 64-query steps: a 32-column half would start inside a swizzle atom, so each warpgroup computes a
+// partial dQ over its own key rows and both partials are added.
+constexpr bool kDqSplitRows = kBlockM == 2 * kSwizzleCols;
+constexpr bool kDqSplitCols = !kDqSplitRows && kHeadDim >= 128;
+constexpr bool kDqAllKeys = kDqSplitRows || kDqSplitCols;                        // a dQ tile sums over all keys
+constexpr int kDqM = kDqSplitRows ? kBlockM / kConsumerWarpgroups : kBlockM;    // M of one dQ wgmma
 constexpr int kDqN = kDqSplitCols ? kHeadDim / kConsumerWarpgroups : kHeadDim;  // N of one dQ wgmma
-constexpr int kDqWgmmaK = kDqSplitCols ? kBlockN : kWgKeys;                      // keys a warpgroup sums over
+constexpr int kDqWgmmaK = kDqAllKeys ? kBlockN : kWgKeys;                        // keys a warpgroup sums over
 constexpr int kDqChunks = kDqN / 8;                               // float4 groups per thread per dQ tile
 constexpr int kDqBlockFloats = kBlockM * kHeadDim;                // one query block of the f32 accumulator
 // Narrow: dQ tiles go through shared memory and one bulk reduce (writer warp). Wide: no room for a
 // 64 KB f32 tile next to two Q/dO stages, so each thread adds its registers with vector reductions.
 constexpr bool kDqViaSmem = !kWide;
-constexpr int kDqRegions = !(kNeedDq && kDqViaSmem) ? 0 : (kDqSplitCols ? 1 : kConsumerWarpgroups);
+constexpr int kDqRegions = !(kNeedDq && kDqViaSmem) ? 0 : (kDqAllKeys ? 1 : kConsumerWarpgroups);
 constexpr int kDqRegionBytes = kDqBlockFloats * 4;
 // Two dQ buffers, each with its own writer warp, alternate query blocks: in deterministic mode a
 // writer waits for its adds to complete before passing the turn on (a round trip to L2 per block,
@@ -81,13 +88,14 @@ constexpr int kDsTileBytes = kBlockN * kBlockM * kElemBytes;      // dS^T (and w
 // dS^T goes through smem for dQ, and in the wide layout also as the A operand of dK (narrow: dK reads
 // dS^T from registers). P^T goes through smem only in the wide layout, for dV.
 constexpr bool kDsViaSmem = kNeedDq || kWide;
-constexpr int kDsBuffers = !kDsViaSmem ? 0 : (kDqSplitCols ? 2 : 1);   // see the consumers
+constexpr int kDsBuffers = !kDsViaSmem ? 0 : (kDqAllKeys ? 2 : 1);   // see the consumers
 constexpr int kPBuffers = (kWide && kNeedDkv) ? kDsBuffers : 0;
 
 static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "backward head dims: 64, 128, 256");
 static_assert(kNeedDq || kNeedDkv, "a backward variant computes dQ, dK/dV or both");
 static_assert(kNeedDkv || !kDkvF32, "f32 dK/dV only in a variant that computes dK/dV");
-static_assert(kBlockM == kSwizzleCols, "dS^T rows are one 128-byte swizzle row wide");
+static_assert(kBlockM == kSwizzleCols || (kBlockM == 2 * kSwizzleCols && kHeadDim == 64),
+              "query steps of 64, or of 128 at D = 64 (dS^T: one or two 64-column blocks)");
 static_assert(kDqN % kSwizzleCols == 0, "dQ column tiles start on swizzle-atom boundaries");
 static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * kConsumerThreads <= 65536, "register file");
 

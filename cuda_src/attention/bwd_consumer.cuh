@@ -1,25 +1,27 @@
 // Narrow consumer (D <= 128), warpgroup wg (0 or 1) of the backward kernel: key rows [64 wg, 64 wg + 64) of the CTA's
 // key block, against every query block m that can see them. Per query block (ring stage s):
 //
-//   S^T  = K_wg Q^T          SS wgmma m64n64, A = K rows (K-major), B = Q tile (K-major)
-//   dP^T = V_wg dO^T         SS wgmma m64n64
+//   S^T  = K_wg Q^T          SS wgmma m64nM (M = kBlockM queries), A = K rows (K-major), B = Q tile (K-major)
+//   dP^T = V_wg dO^T         SS wgmma m64nM
 //   P^T  = exp2(S^T * scale_log2 - lse_log2[query])       (masked entries 0)
 //   dS^T = P^T * (dP^T - dPsum[query])
 //   dV  += P^T dO            RS wgmma m64nD, A = P^T straight from the S^T registers (same layout),
 //                            B = dO tile read MN-major (trans-b)
 //   dK  += dS^T Q            RS wgmma m64nD, B = Q tile MN-major
 //   dQ   = dS K              dS^T goes to smem [key row][query]; that is dS stored M-major, so the
-//                            SS wgmma reads it with trans-a and K with trans-b (both MN-major)
+//                            SS wgmma reads it with trans-a and K with trans-b (both MN-major).
+//                            Which part of dQ a warpgroup computes: bwd_config.cuh (kDqSplitRows,
+//                            kDqSplitCols, else a partial over its own keys)
 //
 // The accumulators' columns are query rows here, so each thread needs LSE/dPsum per column: 8
 // float2 loads each from global memory (bwd_softmax.cuh). Rows past seqlen_q need no mask: their Q/dO rows
 // arrive as zeros, their lse_log2 is +inf (P = 0) and their dPsum 0. Keys past seqlen_k and causal
 // exclusions are masked explicitly (a zero K row would still give P = exp2(-lse) != 0).
 //
-// dS^T buffers: with the column-split dQ (D = 128) each warpgroup's dQ reads both warpgroups' rows,
-// so the tile is double-buffered: block m + 2 rewrites buffer m % 2 only after both warpgroups passed
-// the kDsFull barrier of block m + 1, which each reaches after its dQ wgmma of block m completed.
-// With the row-split dQ (D = 64) a warpgroup reads only its own rows and one buffer suffices.
+// dS^T buffers: when a dQ tile sums over all keys (kDqAllKeys) each warpgroup's dQ reads both
+// warpgroups' rows, so the tile is double-buffered: block m + 2 rewrites buffer m % 2 only after both
+// warpgroups passed the kDsFull barrier of block m + 1, which each reaches after its dQ wgmma of
+// block m completed. With the partial dQ a warpgroup reads only its own rows and one buffer suffices.
 //
 // Variants (bwd_config.cuh): without dK/dV the dV/dK wgmmas, P^T's A fragments and the dK/dV
 // registers go, and the stage is released as soon as dP^T is done (dQ reads neither Q nor dO);
@@ -125,7 +127,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       const u32 ds_tile = sm.ds(ds_buf);
       stmatrix_fragments<kBlockM>(ds_tile, wg * kWgKeys, 0, tid, dsa);
       fence::proxy_async_smem();
-      if (kDqSplitCols) {
+      if (kDqAllKeys) {
         named_barrier::sync(static_cast<u32>(NamedBarrier::kDsFull), kConsumerThreads);
       } else if (wg == 0) {
         named_barrier::sync(static_cast<u32>(NamedBarrier::kDsWg0), kWarpgroupThreads);
@@ -133,11 +135,12 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
         named_barrier::sync(static_cast<u32>(NamedBarrier::kDsWg1), kWarpgroupThreads);
       }
 
-      // dQ tile: columns [64 wg, 64 wg + 64) over all keys, or all columns over this warpgroup's keys.
-      const int dq_row0 = kDqSplitCols ? 0 : wg * kWgKeys;
-      const u32 ds_a = ds_tile + dq_row0 * kRowBytes;
+      // dQ tile: queries [64 wg, 64 wg + 64) or columns [64 wg, 64 wg + 64) over all keys, or the
+      // whole block over this warpgroup's keys. dS^T's 64-query column blocks are kBlockN rows apart.
+      const int key_row0 = kDqAllKeys ? 0 : wg * kWgKeys;
+      const u32 ds_a = ds_tile + (kDqSplitRows ? wg * kBlockN * kRowBytes : 0) + key_row0 * kRowBytes;
       const u32 k_b = sm.k() + (kDqSplitCols ? wg * (kDqN / kSwizzleCols) * kBlockN * kRowBytes : 0) +
-                      dq_row0 * kRowBytes;
+                      key_row0 * kRowBytes;
       wgmma::fence();
 #pragma unroll
       for (int kk = 0; kk < kDqWgmmaK / 16; ++kk) {
@@ -159,7 +162,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       // dQ tile to smem for the writer warp of its buffer (bwd_dq.cuh); the buffers alternate.
       const int dq_buf = (m - t.m_begin) % kDqBuffers;
       if (m - t.m_begin >= kDqBuffers) named_barrier::sync(dq_empty_barrier(dq_buf), kDqSyncThreads);
-      store_dq_tile(sm, dq_buf, kDqSplitCols ? 0 : wg, kDqSplitCols ? wg : 0, tid, dq);
+      store_dq_tile(sm, dq_buf, kDqAllKeys ? 0 : wg, kDqAllKeys ? wg : 0, tid, dq);
       fence::proxy_async_smem();
       named_barrier::arrive(dq_full_barrier(dq_buf), kDqSyncThreads);
       if (kDsBuffers == 2) ds_buf ^= 1;

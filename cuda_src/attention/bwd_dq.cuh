@@ -7,8 +7,9 @@
 // Fragment order. The global accumulator holds, per (batch, head, query block), kBlockM x D floats
 // laid out exactly as the consumers' registers are: float4 number
 //     f = (g * kDqChunks + j) * 128 + t
-// holds warpgroup-thread t's accumulators 4j..4j+3 of dQ tile g (columns g*kDqN ...), i.e. with
-// w = t / 32, l = t % 32, r = 16 w + l / 4, c = g * kDqN + 8 j + 2 (l % 4):
+// holds warpgroup-thread t's accumulators 4j..4j+3 of dQ tile g (columns g*kDqN ..., or with
+// kDqSplitRows rows 64 g ...), i.e. with w = t / 32, l = t % 32, r = 16 w + l / 4 (+ 64 g with
+// kDqSplitRows), c = 8 j + 2 (l % 4) (+ g * kDqN with kDqSplitCols):
 //     (r, c), (r, c + 1), (r + 8, c), (r + 8, c + 1).
 // So every shared store is a conflict-free 16-byte store and the bulk reduce is one contiguous run;
 // the postprocess (bwd_postprocess.cu) puts rows and columns back in place.
@@ -45,7 +46,7 @@ __device__ __forceinline__ i32* dq_turn_counter(const BwdParams& p, const BwdTil
   return p.dq_sem + dq_block(p, t, m) * kSemsPerBlock + slot;
 }
 
-// Store one warpgroup's dQ tile (kBlockM x kDqN, accumulator layout) into `region` of buffer `buf`,
+// Store one warpgroup's dQ tile (kDqM x kDqN, accumulator layout) into `region` of buffer `buf`,
 // as tile g.
 __device__ __forceinline__ void store_dq_tile(const BwdSmem& sm, int buf, int region, int g, int tid,
                                               const float (&acc)[kDqN / 2]) {

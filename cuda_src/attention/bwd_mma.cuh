@@ -29,11 +29,15 @@ __device__ __forceinline__ bool needs_mask(const SeqMask& mk, int key0, int m) {
 }
 
 // Byte offset of the 16-byte chunk that lane `lane` addresses in stmatrix call j (16 columns each) of
-// a 128-byte-row swizzled tile: row 16 w + lane % 16 (plus row0), column col0 + 16 j + 8 (lane / 16).
+// a swizzled [key row][query] tile of kBlockN rows: row 16 w + lane % 16 (plus row0), column
+// col0 + 16 j + 8 (lane / 16), which lies in 64-column block col / 64 (a whole number of atoms,
+// so the block's offset leaves the row's swizzle bits alone).
 __device__ __forceinline__ u32 stmatrix_offset(int row0, int col0, int tid, int j) {
   const int lane = tid % 32;
-  u32 byte = (row0 + 16 * (tid / 32) + lane % 16) * kRowBytes + (col0 + 16 * j + 8 * (lane / 16)) * kElemBytes;
-  return byte ^ (((byte >> 7) & 7u) << 4);
+  const int col = col0 + 16 * j + 8 * (lane / 16);
+  u32 byte = (row0 + 16 * (tid / 32) + lane % 16) * kRowBytes + (col % kSwizzleCols) * kElemBytes;
+  byte ^= ((byte >> 7) & 7u) << 4;
+  return (col / kSwizzleCols) * kBlockN * kRowBytes + byte;
 }
 
 // One warpgroup's packed N-column accumulator (pack_fragments) into a swizzled [key row][query] tile:

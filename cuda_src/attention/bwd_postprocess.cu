@@ -41,8 +41,10 @@ constexpr int kHeadDimReal = FA3LITE_HEAD_DIM_REAL;   // dq's, when 96 / 192 ran
 #else
 constexpr int kHeadDimReal = kHeadDim;
 #endif
-constexpr int kBlockM = 64;
-constexpr int kDqN = kHeadDim >= 128 ? kHeadDim / 2 : kHeadDim;   // must match bwd_config.cuh
+constexpr int kBlockM = FA3LITE_BWD_BLOCK_M;                    // the main kernel's query step
+// The main kernel's dQ tiles (bwd_config.cuh): 128-query steps split rows, D >= 128 columns.
+constexpr bool kDqSplitRows = kBlockM == 128;
+constexpr int kDqN = !kDqSplitRows && kHeadDim >= 128 ? kHeadDim / 2 : kHeadDim;
 constexpr int kDqChunks = kDqN / 8;
 constexpr int kBlockF4 = kBlockM * kHeadDim / 4;
 constexpr int kBlockThreads = 256;
@@ -68,8 +70,8 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_postproc
   const int j = chunk % kDqChunks;
   const int w = t / 32;
   const int l = t % 32;
-  const int row = m * kBlockM + 16 * w + l / 4;
-  const int col = g * kDqN + 8 * j + 2 * (l % 4);
+  const int row = m * kBlockM + (kDqSplitRows ? 64 * g : 0) + 16 * w + l / 4;
+  const int col = (kDqSplitRows ? 0 : g * kDqN) + 8 * j + 2 * (l % 4);
 
   const float4 v = p.dq_accum[idx];
   int seqlen_q = p.seqlen_q;

@@ -19,7 +19,7 @@ Up to three launches on torch's current stream:
      gradients need dpsum and lse_log2).
   2. main kernel (bwd_kernel.cu): one CTA per (key block, query head, batch) -- 128 key rows, or 64
      for D = 256 -- writes dK/dV and adds dQ contributions into a zeroed f32 accumulator
-     (B, Hq, m_blocks, 64 * D) in fragment order (cuda_src/attention/bwd_dq.cuh).
+     (B, Hq, m_blocks, block_m * D) in fragment order (cuda_src/attention/bwd_dq.cuh).
   3. postprocess (bwd_postprocess.cu): dq = softmax_scale * accumulator in (B, Sq, Hq, D).
 need_dq / need_dkv pick a compiled variant (BwdVariant) that computes only those gradients: without
 dq there is no accumulator, no turn counters, no postprocess and no dQ work in the main kernel;
@@ -49,7 +49,6 @@ from .common import (DTYPE_NAMES, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, band, debu
 
 HEAD_DIMS = (64, 96, 128, 192, 256)   # 96 and 192 run the 128 and 256 kernels padded (variants.kernel_head_dim)
 DTYPES = ("bf16", "fp16")
-BLOCK_M = 64            # query rows per step of the main kernel (bwd_config.cuh kBlockM)
 STAGES = 2              # Q/dO ring depth (kStages)
 THREADS = 384           # producer + 2 consumer warpgroups
 _AUX_THREADS = 256      # block size of the pre/postprocess kernels
@@ -126,6 +125,13 @@ class BwdVariant:
         return 64 if self.wide else 128
 
     @property
+    def block_m(self) -> int:
+        """Query rows per step of the main kernel (bwd_config.cuh kBlockM): 128 at D = 64 (S^T and
+        dP^T of 128 queries fit beside dK/dV there, and each SS wgmma reads half the shared memory
+        per FLOP), else 64. Softcap keeps 64: its tanh values spill at 128."""
+        return 128 if self.kernel_dim == 64 and not self.softcap else 64
+
+    @property
     def sems_per_block(self) -> int:
         """Deterministic turn counters per query block (bwd_config.cuh kSemsPerBlock): one per
         consumer warpgroup in the wide layout (each adds its own columns), else one."""
@@ -134,28 +140,31 @@ class BwdVariant:
     @property
     def dq_regions(self) -> int:
         """dQ tiles in shared memory per query block (bwd_config.cuh kDqRegions): none in the wide
-        layout or without dQ, one column-split tile at D = 128, one partial tile per consumer
-        warpgroup at D = 64."""
-        return 0 if self.wide or not self.need_dq else (1 if self.kernel_dim >= 128 else 2)
+        layout or without dQ, one tile split by columns (D = 128) or rows (128-query steps), one
+        partial tile per consumer warpgroup at D = 64 with 64-query steps."""
+        if self.wide or not self.need_dq:
+            return 0
+        return 1 if self.kernel_dim >= 128 or self.block_m == 128 else 2
 
     @property
     def smem_bytes(self) -> int:
         """Mirror of BwdSmem::kDynamicBytes (the kernel static_asserts the two agree)."""
-        d, n = self.kernel_dim, self.block_n
-        split_cols = d >= 128
-        tiles = 2 * (n * d * 2) + 2 * STAGES * (BLOCK_M * d * 2)
+        d, n, m = self.kernel_dim, self.block_n, self.block_m
+        all_keys = d >= 128 or m == 128                # a dQ tile sums over all keys (kDqAllKeys)
+        tiles = 2 * (n * d * 2) + 2 * STAGES * (m * d * 2)
         ds_via_smem = self.need_dq or self.wide       # narrow dK reads dS^T from registers
-        ds_buffers = (2 if split_cols else 1) if ds_via_smem else 0
-        ds = ds_buffers * n * BLOCK_M * 2
+        ds_buffers = (2 if all_keys else 1) if ds_via_smem else 0
+        ds = ds_buffers * n * m * 2
         p = ds if self.wide and self.need_dkv else 0
-        dq = 2 * self.dq_regions * BLOCK_M * d * 4     # two buffers (kDqBuffers)
+        dq = 2 * self.dq_regions * m * d * 4           # two buffers (kDqBuffers)
         barriers = 8 * (1 + 3 * STAGES)
         return tiles + ds + p + dq + barriers + 1024
 
     def _common(self) -> tuple[tuple[str, str], ...]:
         return (("FA3LITE_HEAD_DIM", str(self.kernel_dim)), ("FA3LITE_HEAD_DIM_REAL", str(self.head_dim)),
                 ("FA3LITE_HEAD_DIM_V_REAL", str(self.head_dim_v)),
-                ("FA3LITE_DTYPE_BF16", "1" if self.dtype == "bf16" else "0"))
+                ("FA3LITE_DTYPE_BF16", "1" if self.dtype == "bf16" else "0"),
+                ("FA3LITE_BWD_BLOCK_M", str(self.block_m)))
 
     def spec(self) -> KernelSpec:
         return KernelSpec(
@@ -203,7 +212,7 @@ def main_kernel_spec(head_dim: int, dtype: str, causal: bool, dkv_f32: bool = Fa
                      need_dkv: bool = True, softcap: bool = False):
     """(KernelSpec, dynamic smem bytes, tile info) of the main backward kernel, for kernel_info."""
     v = BwdVariant(head_dim, dtype, causal, dkv_f32, need_dq=need_dq, need_dkv=need_dkv, softcap=softcap)
-    return v.spec(), v.smem_bytes, {"block_m": BLOCK_M, "block_n": v.block_n, "stages": STAGES,
+    return v.spec(), v.smem_bytes, {"block_m": v.block_m, "block_n": v.block_n, "stages": STAGES,
                                     "threads": THREADS}
 
 
@@ -338,13 +347,14 @@ class _BwdPlan:
         self.any_copy = any(self.copies)
         q, k, v, dout, out = (checks.tma_ready(t) for t in (q, k, v, dout, out))
 
-        m_blocks, n_blocks = -(-Sq // BLOCK_M), -(-Sk // variant.block_n)
-        rows_pad = m_blocks * BLOCK_M
+        block_m = variant.block_m
+        m_blocks, n_blocks = -(-Sq // block_m), -(-Sk // variant.block_n)
+        rows_pad = m_blocks * block_m
         ctas = n_blocks * Hq * B
         if ctas > MAX_GRID_X:
             raise ValueError(f"too many key blocks for one launch: {ctas} > {MAX_GRID_X}")
         self.rows = B * Hq * rows_pad                      # lse_log2 and dpsum: one buffer, two halves
-        self.accum = B * Hq * m_blocks * BLOCK_M * variant.kernel_dim if need_dq else 0
+        self.accum = B * Hq * rows_pad * variant.kernel_dim if need_dq else 0
         # turn counters, padded so that what follows them in one allocation stays 256-byte aligned
         self.sems = -(-B * Hq * m_blocks * variant.sems_per_block // 64) * 64 if deterministic else 0
         self.group = (Hk, Hq // Hk)
@@ -361,7 +371,7 @@ class _BwdPlan:
             o_stride_b=out.stride(0), o_stride_s=out.stride(1), o_stride_h=out.stride(2),
             lse_stride_b=lse.stride(0), lse_stride_h=lse.stride(1), lse_stride_s=lse.stride(2),
             seqlen_q=Sq, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks,
-            block_m=BLOCK_M, sems_per_block=variant.sems_per_block)
+            block_m=block_m, sems_per_block=variant.sems_per_block)
         blank = bytes(128)
         self.main_grid = (ctas, 1, 1)
         self.main_params = BWD_PARAMS.pack(
@@ -380,8 +390,8 @@ class _BwdPlan:
         self.maps = tuple(
             (at[name], tma.MapMaker(dtype, tma.bshd_geometry(t.shape, t.stride(), es, rows,
                                                              kernel_dim=variant.kernel_dim), self.dev))
-            for name, t, rows in (("q", q, BLOCK_M), ("k", k, variant.block_n), ("v", v, variant.block_n),
-                                  ("dout", dout, BLOCK_M)))
+            for name, t, rows in (("q", q, block_m), ("k", k, variant.block_n), ("v", v, variant.block_n),
+                                  ("dout", dout, block_m)))
         self.pre_at = tuple(PRE_PARAMS.offsets[f] for f in ("dout", "out", "lse", "lse_log2", "dpsum", "dq_accum",
                                                             "dq_sem"))
         self.main_at = tuple(at[f] for f in ("lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv"))

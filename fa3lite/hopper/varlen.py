@@ -256,7 +256,7 @@ class _VarlenBwdPlan:
         self.deterministic = deterministic
         self.copies = tuple(bool(checks.layout_reasons("t", t.unsqueeze(0))) for t in (dout, out))
         dout, out = (checks.tma_ready(t.unsqueeze(0))[0] for t in (dout, out))
-        bm = bwd.BLOCK_M
+        bm = variant.block_m
         m_blocks, n_blocks = -(-max_seqlen_q // bm), -(-max_seqlen_k // variant.block_n)
         rows_pad = m_blocks * bm
         self.ctas = n_blocks * Hq * batch
