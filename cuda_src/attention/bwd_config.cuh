@@ -57,6 +57,7 @@ constexpr int kRowBytes = kSwizzleCols * kElemBytes;     // 128
 constexpr int kColBlocks = kHeadDim / kSwizzleCols;
 
 constexpr int kQTileBytes = kBlockM * kHeadDim * kElemBytes;    // Q and dO tiles
+constexpr int kStatBytes = kBlockM * 4;                          // a query block's LSE (or dPsum) row, f32
 constexpr int kKTileBytes = kBlockN * kHeadDim * kElemBytes;    // K and V tiles
 
 // dQ (kBlockM x D) = dS (kBlockM x kBlockN) K, one 64 x kDqN tile per consumer warpgroup.
@@ -79,8 +80,9 @@ constexpr int kDqRegions = !(kNeedDq && kDqViaSmem) ? 0 : (kDqAllKeys ? 1 : kCon
 constexpr int kDqRegionBytes = kDqBlockFloats * 4;
 // Two dQ buffers, each with its own writer warp, alternate query blocks: in deterministic mode a
 // writer waits for its adds to complete before passing the turn on (a round trip to L2 per block,
-// longer than a D = 64 block's math), and two writers keep two of those in flight.
-constexpr int kDqBuffers = kDqRegions > 0 ? 2 : 0;
+// longer than a 64-query D = 64 block's math), and two writers keep two of those in flight.
+// 128-query steps keep one: a second 32 KB tile does not fit beside the rest (bwd_smem.cuh).
+constexpr int kDqBuffers = kDqRegions == 0 ? 0 : (kDqSplitRows ? 1 : 2);
 // Deterministic turn counters per query block: one (narrow: one writer warp adds the block), or one
 // per consumer warpgroup (wide: each adds its own columns). The host mirrors this (fa3lite/hopper/bwd.py).
 constexpr int kSemsPerBlock = kWide ? kConsumerWarpgroups : 1;

@@ -13,8 +13,8 @@
 //                            Which part of dQ a warpgroup computes: bwd_config.cuh (kDqSplitRows,
 //                            kDqSplitCols, else a partial over its own keys)
 //
-// The accumulators' columns are query rows here, so each thread needs LSE/dPsum per column: 8
-// float2 loads each from global memory (bwd_softmax.cuh). Rows past seqlen_q need no mask: their Q/dO rows
+// The accumulators' columns are query rows here, so each thread needs LSE/dPsum per column:
+// kBlockM/8 float2 loads each from the stage's stats rows in shared memory (bwd_softmax.cuh). Rows past seqlen_q need no mask: their Q/dO rows
 // arrive as zeros, their lse_log2 is +inf (P = 0) and their dPsum 0. Keys past seqlen_k and causal
 // exclusions are masked explicitly (a zero K row would still give P = exp2(-lse) != 0).
 //
@@ -58,7 +58,6 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
   const int key0 = t.n_block * kBlockN + wg * kWgKeys;   // first key row of this warpgroup
   const u32 k_wg = sm.k() + wg * kWgKeys * kRowBytes;
   const u32 v_wg = sm.v() + wg * kWgKeys * kRowBytes;
-  const i64 stat_row0 = (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.num_m_blocks * kBlockM;
   if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
   RingPos<kStages> pos;
   int ds_buf = 0;
@@ -66,11 +65,6 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     const int s = pos.stage;
     float st[kBlockM / 2];    // S^T, then P^T
     float dpt[kBlockM / 2];   // dP^T, then dS^T
-
-    // LSE of this warpgroup's query columns, in flight while the S^T/dP^T wgmmas run.
-    const i64 stat = stat_row0 + static_cast<i64>(m) * kBlockM;
-    float lse[kBlockM / 4];
-    if constexpr (kLseInStep1) load_row_stats<kBlockM>(p.lse_log2 + stat, tid, lse);
 
     mbar::wait(sm.q_full(s), pos.phase);
     wgmma::fence();
@@ -80,6 +74,9 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
                                                       kmajor_desc(sm.q(s), kBlockM, kk), kk > 0);
     }
     wgmma::commit_group();
+    // LSE of the block's query columns (it came with Q), read while the S^T/dP^T wgmmas run.
+    float lse[kBlockM / 4];
+    if constexpr (kLseInStep1) load_row_stats<kBlockM>(sm.lse(s), tid, lse);
     mbar::wait(sm.do_full(s), pos.phase);
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
@@ -91,10 +88,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     // P^T and dS^T in registers (bwd_softmax.cuh), packed as A fragments.
     wgmma::wait_group<1>();
     fence_regs(st);
-    // dPsum loaded after S^T is done (fewer live registers while the wgmmas run) but before P^T, so
-    // the loads are in flight during the exp2s (after the mask branch they would stall the dS^T math).
+    // dPsum (it came with dO, whose barrier this thread passed) read after S^T is done (fewer live
+    // registers while the wgmmas run) but before P^T, so the loads are in flight during the exp2s.
     float dps[kBlockM / 4];
-    if constexpr (!kSoftcap) load_row_stats<kBlockM>(p.dpsum + stat, tid, dps);
+    if constexpr (!kSoftcap) load_row_stats<kBlockM>(sm.dps(s), tid, dps);
     probs_transposed<kBlockM>(st, p, t.mask, lse, tid, needs_mask(t.mask, key0, m), key0 + rb, m * kBlockM);
     wgmma::wait_group<0>();
     fence_regs(dpt);
@@ -102,7 +99,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       // Q and dO of this stage are no longer read: the dQ wgmma reads dS^T and K only.
       if (tid % 32 == 0) mbar::arrive(sm.empty(s));
     }
-    dscores_transposed<kBlockM>(st, dpt, dps, p, tid, stat);
+    dscores_transposed<kBlockM>(st, dpt, dps, p, tid, sm.lse(s), sm.dps(s));
     u32 dsa[kBlockM / 16][4];
     pack_fragments<kBlockM>(dpt, dsa);
 

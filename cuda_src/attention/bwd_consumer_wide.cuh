@@ -84,7 +84,6 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
   const int q_col0 = wg * kWgQueries;                                  // this warpgroup's query columns
   const u32 col_blk = wg * (kWgCols / kSwizzleCols);                  // its first 64-column block
   const i64 head_row = static_cast<i64>(t.batch) * p.num_heads_q + t.head;
-  const i64 stat_row0 = head_row * p.num_m_blocks * kBlockM + q_col0;
 
   if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
   RingPos<kStages> pos;
@@ -95,12 +94,11 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
     float st[kWgQueries / 2];    // S^T, then P^T
     float dpt[kWgQueries / 2];   // dP^T, then dS^T
 
-    // LSE of this warpgroup's query columns, in flight while the S^T/dP^T wgmmas run.
-    const i64 stat = stat_row0 + static_cast<i64>(m) * kBlockM;
-    float lse[kWgQueries / 4];
-    if constexpr (kLseInStep1) load_row_stats<kWgQueries>(p.lse_log2 + stat, tid, lse);
-
+    const u32 lse_row = stat_at(sm.lse(s), q_col0);   // this warpgroup's query columns
+    const u32 dps_row = stat_at(sm.dps(s), q_col0);
     mbar::wait(sm.q_full(s), pos.phase);
+    float lse[kWgQueries / 4];   // came with Q; read before the wgmmas are issued, used after
+    if constexpr (kLseInStep1) load_row_stats<kWgQueries>(lse_row, tid, lse);
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
@@ -123,7 +121,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
     wgmma::wait_group<1>();
     fence_regs(st);
     float dps[kWgQueries / 4];   // in flight during the exp2s, as in bwd_consumer.cuh
-    if constexpr (!kSoftcap) load_row_stats<kWgQueries>(p.dpsum + stat, tid, dps);
+    if constexpr (!kSoftcap) load_row_stats<kWgQueries>(dps_row, tid, dps);
     probs_transposed<kWgQueries>(st, p, t.mask, lse, tid, needs_mask(t.mask, key0, m), key0 + rb, m * kBlockM + q_col0);
     wgmma::wait_group<0>();
     fence_regs(dpt);
@@ -131,7 +129,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
       // Q and dO of this stage are no longer read: the dQ wgmma reads sdS and K only.
       if (tid % 32 == 0) mbar::arrive(sm.empty(s));
     }
-    dscores_transposed<kWgQueries>(st, dpt, dps, p, tid, stat);
+    dscores_transposed<kWgQueries>(st, dpt, dps, p, tid, lse_row, dps_row);
     u32 dsf[kWgQueries / 16][4];
     pack_fragments<kWgQueries>(dpt, dsf);
     stmatrix_fragments<kWgQueries>(sm.ds(buf), 0, q_col0, tid, dsf);

@@ -1,11 +1,13 @@
 // Producer warpgroup of the backward kernel.
 //   warp 0 (one elected thread): K and V once, then per query block m (ring stage s, round r):
-//     wait empty[s] (parity r ^ 1); arm q_full[s] with the Q tile's bytes, load it;
-//     arm do_full[s] with the dO tile's bytes, load it.
+//     wait empty[s] (parity r ^ 1); arm q_full[s] with the bytes of the Q tile and its lse_log2
+//     row, load both; arm do_full[s] with the bytes of the dO tile and its dPsum row, load both.
 //   Q and dO have separate barriers so S^T = K Q^T can start while dO is in flight. TMA boxes that
-//   reach past the sequence still deliver (and count) the full box, filled with zeros.
-// (The consumers read LSE/dPsum from global memory themselves: bwd_softmax.cuh.)
+//   reach past the sequence still deliver (and count) the full box, filled with zeros. The stats
+//   rows (1-D bulk copies) are always whole: the preprocess pads them to whole query blocks.
+//   With the stats in shared memory the consumers issue no global loads in their loop.
 #pragma once
+#include "../ptx/bulk.cuh"
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/tma.cuh"
 #include "bwd_scheduler.cuh"
@@ -41,14 +43,18 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem& 
   load<kBlockN, kPaddedQK>(sm.k(), map_k, sm.kv_full(), t.n_block * kBlockN, t.head_kv, batch);
   load<kBlockN, kPaddedV>(sm.v(), map_v, sm.kv_full(), t.n_block * kBlockN, t.head_kv, batch);
 
+  const i64 stat_row0 = (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.num_m_blocks * kBlockM;
   RingPos<kStages> pos;
   for (int m = t.m_begin; m < t.m_end; ++m) {
     const int s = pos.stage;
+    const i64 stat = stat_row0 + static_cast<i64>(m) * kBlockM;
     mbar::wait(sm.empty(s), pos.phase ^ 1u);
-    mbar::arrive_expect_tx(sm.q_full(s), kQTileBytes);
+    mbar::arrive_expect_tx(sm.q_full(s), kQTileBytes + kStatBytes);
     load<kBlockM, kPaddedQK>(sm.q(s), map_q, sm.q_full(s), m * kBlockM, t.head, batch);
-    mbar::arrive_expect_tx(sm.do_full(s), kQTileBytes);
+    bulk::load(sm.lse(s), p.lse_log2 + stat, kStatBytes, sm.q_full(s));
+    mbar::arrive_expect_tx(sm.do_full(s), kQTileBytes + kStatBytes);
     load<kBlockM, kPaddedV>(sm.dout(s), map_do, sm.do_full(s), m * kBlockM, t.head, batch);
+    bulk::load(sm.dps(s), p.dpsum + stat, kStatBytes, sm.do_full(s));
     pos.advance();
   }
 }

@@ -6,7 +6,8 @@
 //                     kDsBuffers of them: none in a narrow variant without dQ
 //   sP[b]             wide with dK/dV only: P^T, like dS^T
 //   sdQ[b]            narrow with dQ only: the f32 dQ tile(s) in fragment order, read by the bulk
-//                     reduce; two buffers (kDqBuffers), alternate query blocks
+//                     reduce; kDqBuffers of them, alternate query blocks
+//   sLse[s], sDps[s]  kBlockM floats each: the query block's lse_log2 and dPsum, loaded with Q / dO
 //   mbarriers         kv_full, q_full[s], do_full[s], empty[s]
 // Tiles are [D/64 column block][row][64 columns], 128 bytes per row, 16-byte chunks XOR row % 8.
 // A region a variant does not use has size 0 (the host mirror is BwdVariant.smem_bytes).
@@ -25,7 +26,9 @@ struct BwdSmem {
   static constexpr u32 kDS = kDO + kStages * kQTileBytes;
   static constexpr u32 kP = kDS + kDsBuffers * kDsTileBytes;
   static constexpr u32 kDQ = kP + kPBuffers * kDsTileBytes;
-  static constexpr u32 kBarriers = kDQ + kDqBuffers * kDqRegions * kDqRegionBytes;
+  static constexpr u32 kLse = kDQ + kDqBuffers * kDqRegions * kDqRegionBytes;
+  static constexpr u32 kDps = kLse + kStages * kStatBytes;
+  static constexpr u32 kBarriers = kDps + kStages * kStatBytes;
   static constexpr u32 kNumBarriers = 1 + 3 * kStages;
   static constexpr u32 kBytes = kBarriers + 8 * kNumBarriers;
   static constexpr u32 kDynamicBytes = kBytes + kSmemAlign;   // slack to align the base
@@ -41,6 +44,8 @@ struct BwdSmem {
   __device__ __forceinline__ u32 dq(int buf, int region) const {
     return base + kDQ + (buf * kDqRegions + region) * kDqRegionBytes;
   }
+  __device__ __forceinline__ u32 lse(int s) const { return base + kLse + s * kStatBytes; }
+  __device__ __forceinline__ u32 dps(int s) const { return base + kDps + s * kStatBytes; }
   __device__ __forceinline__ u32 kv_full() const { return base + kBarriers; }
   __device__ __forceinline__ u32 q_full(int s) const { return base + kBarriers + 8 * (1 + s); }
   __device__ __forceinline__ u32 do_full(int s) const { return base + kBarriers + 8 * (1 + kStages + s); }

@@ -8,11 +8,11 @@
 // 1 - T^2 to dS^T; T is needed in both, so the first step only takes the tanh (and masks) and the
 // second forms P^T and dS^T together (no third register array for 1 - T^2).
 // The thread's columns are cb + frag::col(i): 8-column group j gives it columns 8j + cb, +1. Their
-// LSE/dPsum values are loaded from global memory (the preprocess pads both rows to whole query
-// blocks, so every load is in bounds) as N/8 float2 per thread, issued while the wgmmas that
-// produce S^T/dP^T run; all threads of the CTA read the same 2 x N floats, so they hit in L1.
+// LSE/dPsum values come from the stage's rows in shared memory (the producer loads them with Q and
+// dO), N/8 float2 per thread; the 8 lanes that share a column read one address (a broadcast).
 #pragma once
 #include "../ptx/math.cuh"
+#include "../ptx/smem_vec.cuh"
 #include "bwd_config.cuh"
 #include "bwd_params.cuh"
 #include "bwd_scheduler.cuh"
@@ -20,16 +20,16 @@
 
 namespace fa3lite { namespace attn { namespace bwd {
 
-// The thread's N/4 row statistics (LSE or dPsum) of a tile whose first query column is at `row`.
+// Shared address of the statistic of query column `col` in a stats row that starts at `row`.
+__device__ __forceinline__ u32 stat_at(u32 row, int col) { return row + 4 * col; }
+
+// The thread's N/4 row statistics (LSE or dPsum) of a tile whose first query column is at shared
+// address `row`.
 template <int N>
-__device__ __forceinline__ void load_row_stats(const float* row, int tid, float (&v)[N / 4]) {
+__device__ __forceinline__ void load_row_stats(u32 row, int tid, float (&v)[N / 4]) {
   const int cb = frag::col_base(tid);
 #pragma unroll
-  for (int j = 0; j < N / 8; ++j) {
-    const float2 x = __ldg(reinterpret_cast<const float2*>(row + 8 * j + cb));
-    v[2 * j] = x.x;
-    v[2 * j + 1] = x.y;
-  }
+  for (int j = 0; j < N / 8; ++j) smem_vec::ld_v2_f32(stat_at(row, 8 * j + cb), v[2 * j], v[2 * j + 1]);
 }
 
 // Step 1 reads the LSE array, except with softcap (step 2 loads what it needs itself; see there).
@@ -69,18 +69,19 @@ __device__ __forceinline__ void probs_transposed(float (&st)[N / 2], const BwdPa
 }
 
 // Step 2: dS^T from P^T (softcap: from T) and dP^T. With softcap the LSE and dPsum of each 8-column
-// group are loaded right where they are used (from L1: the whole CTA reads the same rows; stat_row is
-// the tile's offset into both), so that neither array is held across the step: holding both, or
-// masking here, costs more registers than the D = 128 consumer has.
+// group are loaded right where they are used (from the shared rows lse_row and dps_row), so that
+// neither array is held across the step: holding both, or masking here, costs more registers than
+// the D = 128 consumer has.
 template <int N>
 __device__ __forceinline__ void dscores_transposed(float (&pt)[N / 2], float (&dpt)[N / 2], const float (&dpsum)[N / 4],
-                                                   const BwdParams& p, int tid, i64 stat_row) {
+                                                   const BwdParams& p, int tid, u32 lse_row, u32 dps_row) {
   if constexpr (kSoftcap) {
     const int cb = frag::col_base(tid);
 #pragma unroll
     for (int j = 0; j < N / 8; ++j) {
-      const float2 l = __ldg(reinterpret_cast<const float2*>(p.lse_log2 + stat_row + 8 * j + cb));
-      const float2 d = __ldg(reinterpret_cast<const float2*>(p.dpsum + stat_row + 8 * j + cb));
+      float2 l, d;
+      smem_vec::ld_v2_f32(stat_at(lse_row, 8 * j + cb), l.x, l.y);
+      smem_vec::ld_v2_f32(stat_at(dps_row, 8 * j + cb), d.x, d.y);
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int i = 4 * j + r;

@@ -156,9 +156,11 @@ class BwdVariant:
         ds_buffers = (2 if all_keys else 1) if ds_via_smem else 0
         ds = ds_buffers * n * m * 2
         p = ds if self.wide and self.need_dkv else 0
-        dq = 2 * self.dq_regions * m * d * 4           # two buffers (kDqBuffers)
+        dq_buffers = 1 if m == 128 else 2              # kDqBuffers
+        dq = dq_buffers * self.dq_regions * m * d * 4
+        stats = 2 * STAGES * m * 4                     # lse_log2 and dPsum rows of each stage
         barriers = 8 * (1 + 3 * STAGES)
-        return tiles + ds + p + dq + barriers + 1024
+        return tiles + ds + p + dq + stats + barriers + 1024
 
     def _common(self) -> tuple[tuple[str, str], ...]:
         return (("FA3LITE_HEAD_DIM", str(self.kernel_dim)), ("FA3LITE_HEAD_DIM_REAL", str(self.head_dim)),
