@@ -6,7 +6,8 @@
 //   P^T  = exp2(S^T * scale_log2 - lse_log2[query])       (masked entries 0)
 //   dS^T = P^T * (dP^T - dPsum[query])
 //   dV  += P^T dO            RS wgmma m64nD, A = P^T straight from the S^T registers (same layout),
-//                            B = dO tile read MN-major (trans-b)
+//                            B = dO tile read MN-major (trans-b); issued before dP^T is waited for
+//                            (kEarlyDv: not with softcap, whose P^T comes with dS^T)
 //   dK  += dS^T Q            RS wgmma m64nD, B = Q tile MN-major
 //   dQ   = dS K              dS^T goes to smem [key row][query]; that is dS stored M-major, so the
 //                            SS wgmma reads it with trans-a and K with trans-b (both MN-major).
@@ -93,7 +94,22 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     float dps[kBlockM / 4];
     if constexpr (!kSoftcap) load_row_stats<kBlockM>(sm.dps(s), tid, dps);
     probs_transposed<kBlockM>(st, p, t.mask, lse, tid, needs_mask(t.mask, key0, m), key0 + rb, m * kBlockM);
-    wgmma::wait_group<0>();
+    if constexpr (kEarlyDv) {
+      // dV += P^T dO goes out before the wait for dP^T: the exp2s then have to finish while the
+      // dP^T wgmma runs (ptxas otherwise sinks them below the wait), and the tensor pipe has dV's
+      // work while dS^T is formed.
+      u32 pa[kBlockM / 16][4];
+      pack_fragments<kBlockM>(st, pa);
+      wgmma::fence();
+#pragma unroll
+      for (int kk = 0; kk < kBlockM / 16; ++kk) {
+        wgmma::mma<kWgCols, Element>::template rs<1>(dv, pa[kk], mnmajor_desc(sm.dout(s), kBlockM, kk), 1);
+      }
+      wgmma::commit_group();
+      wgmma::wait_group<1>();   // dP^T; dV may still run
+    } else {
+      wgmma::wait_group<0>();
+    }
     fence_regs(dpt);
     if constexpr (!kNeedDkv) {
       // Q and dO of this stage are no longer read: the dQ wgmma reads dS^T and K only.
@@ -104,12 +120,14 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     pack_fragments<kBlockM>(dpt, dsa);
 
     if constexpr (kNeedDkv) {
-      u32 pa[kBlockM / 16][4];
-      pack_fragments<kBlockM>(st, pa);
       wgmma::fence();
+      if constexpr (!kEarlyDv) {   // softcap: P^T only exists after step 2
+        u32 pa[kBlockM / 16][4];
+        pack_fragments<kBlockM>(st, pa);
 #pragma unroll
-      for (int kk = 0; kk < kBlockM / 16; ++kk) {
-        wgmma::mma<kWgCols, Element>::template rs<1>(dv, pa[kk], mnmajor_desc(sm.dout(s), kBlockM, kk), 1);
+        for (int kk = 0; kk < kBlockM / 16; ++kk) {
+          wgmma::mma<kWgCols, Element>::template rs<1>(dv, pa[kk], mnmajor_desc(sm.dout(s), kBlockM, kk), 1);
+        }
       }
 #pragma unroll
       for (int kk = 0; kk < kBlockM / 16; ++kk) {

@@ -34,6 +34,10 @@ __device__ __forceinline__ void load_row_stats(u32 row, int tid, float (&v)[N / 
 
 // Step 1 reads the LSE array, except with softcap (step 2 loads what it needs itself; see there).
 constexpr bool kLseInStep1 = !kSoftcap;
+// P^T is final after step 1 except with softcap (step 2 forms it), so the dV wgmma, which needs only
+// P^T and dO, can be issued before dP^T is waited for (bwd_consumer.cuh). Not with 128-query steps:
+// P^T's fragments next to dP^T then exceed the registers (ptxas spills and serialises the wgmmas).
+constexpr bool kEarlyDv = kNeedDkv && !kSoftcap && kBlockM == 64;
 
 // Whether key `key` is hidden from query `query` (the host keeps the offsets within +-2^30).
 __device__ __forceinline__ bool hidden(const SeqMask& mk, int key, int query) {
