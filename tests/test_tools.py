@@ -35,3 +35,13 @@ def test_tool_imports_resolve(path):
 
 def test_the_check_sees_the_imports():
     assert any(_fa3lite_imports(ROOT / "tools" / "sanitize_grid.py"))
+
+
+def test_varlen_ab_times_the_bench_batch():
+    """tools/varlen_ab.py pins the bench's varlen batch (so old trees without the helper can be timed);
+    the pin must stay the batch the bench draws."""
+    from fa3lite.bench.feature_cases import varlen_lengths
+    spec = importlib.util.spec_from_file_location("varlen_ab", ROOT / "tools" / "varlen_ab.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.LENGTHS == varlen_lengths(16384)

@@ -111,11 +111,11 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       wgmma::wait_group<0>();
     }
     fence_regs(dpt);
-    if constexpr (!kNeedDkv) {
-      // Q and dO of this stage are no longer read: the dQ wgmma reads dS^T and K only.
-      if (tid % 32 == 0) mbar::arrive(sm.empty(s));
-    }
     dscores_transposed<kBlockM>(st, dpt, dps, p, tid, sm.lse(s), sm.dps(s));
+    if constexpr (!kNeedDkv) {
+      // Q, dO and the stats of this stage are no longer read: the dQ wgmma reads dS^T and K only.
+      release_stage(sm.empty(s), tid);
+    }
     u32 dsa[kBlockM / 16][4];
     pack_fragments<kBlockM>(dpt, dsa);
 
@@ -170,7 +170,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       fence_regs(dv);
       fence_regs(dk);
       // Q and dO of this stage are no longer read (the dV/dK wgmmas that read them completed).
-      if (tid % 32 == 0) mbar::arrive(sm.empty(s));
+      release_stage(sm.empty(s), tid);
     }
 
     if constexpr (kNeedDq) {

@@ -125,11 +125,11 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
     probs_transposed<kWgQueries>(st, p, t.mask, lse, tid, needs_mask(t.mask, key0, m), key0 + rb, m * kBlockM + q_col0);
     wgmma::wait_group<0>();
     fence_regs(dpt);
-    if constexpr (!kNeedDkv) {
-      // Q and dO of this stage are no longer read: the dQ wgmma reads sdS and K only.
-      if (tid % 32 == 0) mbar::arrive(sm.empty(s));
-    }
     dscores_transposed<kWgQueries>(st, dpt, dps, p, tid, lse_row, dps_row);
+    if constexpr (!kNeedDkv) {
+      // Q, dO and the stats of this stage are no longer read: the dQ wgmma reads sdS and K only.
+      release_stage(sm.empty(s), tid);
+    }
     u32 dsf[kWgQueries / 16][4];
     pack_fragments<kWgQueries>(dpt, dsf);
     stmatrix_fragments<kWgQueries>(sm.ds(buf), 0, q_col0, tid, dsf);
@@ -172,7 +172,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
       fence_regs(dv);
       fence_regs(dk);
       // Q and dO of this stage are no longer read (the dV/dK wgmmas that read them completed).
-      if (tid % 32 == 0) mbar::arrive(sm.empty(s));
+      release_stage(sm.empty(s), tid);
     }
 
     if constexpr (kNeedDq) {

@@ -1,6 +1,7 @@
 // Shared pieces of both backward consumers: register fences, the mask test and the dS^T/P^T
 // stmatrix stores (the tiles' wgmma descriptors are in tile_desc.cuh).
 #pragma once
+#include "../ptx/mbarrier.cuh"
 #include "../ptx/smem.cuh"
 #include "../ptx/sync.cuh"
 #include "../ptx/wgmma.cuh"
@@ -10,6 +11,15 @@
 #include "tile_desc.cuh"
 
 namespace fa3lite { namespace attn { namespace bwd {
+
+// This warp is done with a ring stage, its shared-memory reads of the stage's stats rows included:
+// one arrival on the stage's empty barrier. The arrive releases only lane 0's own accesses, so the
+// warp barrier first orders the other lanes' reads before it (and so before the producer's next
+// bulk copy into the stage).
+__device__ __forceinline__ void release_stage(u32 empty_bar, int tid) {
+  warp::sync();
+  if (tid % 32 == 0) mbar::arrive(empty_bar);
+}
 
 template <int N>
 __device__ __forceinline__ void fence_regs(float (&r)[N]) {

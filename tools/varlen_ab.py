@@ -1,0 +1,53 @@
+"""Varlen forward timing for A/B between trees: the bench's packed batch (fa3lite.bench.feature_cases
+varlen_lengths: 7 sequences summing to 16k tokens), width 2048, bf16, flash_attn_varlen_func's forward
+timed between CUDA events (--reps calls back to back) --repeats times, each its own measurement, so
+call-to-call spread shows. One JSON line per (d, mask). Run from the tree to time (PYTHONPATH=.).
+    python3 tools/varlen_ab.py --tag NAME [--head-dim 128,256] [--repeats 5]
+"""
+import argparse
+import json
+import torch
+
+from fa3lite import flash_attn_varlen_func
+
+LENGTHS = (3970, 2089, 3616, 2234, 677, 1572, 2226)   # feature_cases.varlen_lengths(16384), pinned here
+WIDTH = 2048
+
+
+def band_flops(lengths, heads, d, causal):
+    pairs = sum(s * (s + 1) // 2 if causal else s * s for s in lengths)
+    return 4 * heads * d * pairs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tag", required=True)
+    ap.add_argument("--head-dim", default="128,256")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args()
+    cu = torch.tensor((0,) + LENGTHS, dtype=torch.int64).cumsum(0).to("cuda", torch.int32)
+    total, max_len = sum(LENGTHS), max(LENGTHS)
+    for d in (int(x) for x in args.head_dim.split(",")):
+        heads = WIDTH // d
+        q, k, v = (torch.randn(total, heads, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        for causal in (False, True):
+            def call():
+                return flash_attn_varlen_func(q, k, v, cu, cu, max_len, max_len, causal=causal)
+            call()
+            torch.cuda.synchronize()
+            runs = []
+            for _ in range(args.repeats):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                for _ in range(args.reps):
+                    call()
+                b.record()
+                b.synchronize()
+                runs.append(band_flops(LENGTHS, heads, d, causal) * args.reps / (a.elapsed_time(b) * 1e-3) / 1e12)
+            print(json.dumps({"tag": args.tag, "d": d, "causal": causal, "tflops": [round(x, 1) for x in runs]}),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
