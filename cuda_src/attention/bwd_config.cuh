@@ -60,7 +60,7 @@ constexpr int kQTileBytes = kBlockM * kHeadDim * kElemBytes;    // Q and dO tile
 constexpr int kStatBytes = kBlockM * 4;                          // a query block's LSE (or dPsum) row, f32
 constexpr int kKTileBytes = kBlockN * kHeadDim * kElemBytes;    // K and V tiles
 
-// dQ (kBlockM x D) = dS (kBlockM x kBlockN) K, one 64 x kDqN tile per consumer warpgroup.
+// dQ (kBlockM x D) = dS (kBlockM x kBlockN) K, one 64-row (wgmma M) x kDqN tile per consumer warpgroup.
 // 128-query steps: the warpgroups split dQ's rows (queries). Narrow D = 128 and wide: they split its
 // columns. Both need every key row, so dS goes through shared memory and a barrier. D = 64 with
 // 64-query steps: a 32-column half would start inside a swizzle atom, so each warpgroup computes a
@@ -68,7 +68,6 @@ constexpr int kKTileBytes = kBlockN * kHeadDim * kElemBytes;    // K and V tiles
 constexpr bool kDqSplitRows = kBlockM == 2 * kSwizzleCols;
 constexpr bool kDqSplitCols = !kDqSplitRows && kHeadDim >= 128;
 constexpr bool kDqAllKeys = kDqSplitRows || kDqSplitCols;                        // a dQ tile sums over all keys
-constexpr int kDqM = kDqSplitRows ? kBlockM / kConsumerWarpgroups : kBlockM;    // M of one dQ wgmma
 constexpr int kDqN = kDqSplitCols ? kHeadDim / kConsumerWarpgroups : kHeadDim;  // N of one dQ wgmma
 constexpr int kDqWgmmaK = kDqAllKeys ? kBlockN : kWgKeys;                        // keys a warpgroup sums over
 constexpr int kDqChunks = kDqN / 8;                               // float4 groups per thread per dQ tile

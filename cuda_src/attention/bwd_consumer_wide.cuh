@@ -17,7 +17,7 @@
 // issued, every thread fences and after a warpgroup barrier thread 0 passes the turn on.
 //
 // Variants (bwd_config.cuh): without dK/dV there is no sP (no P^T stores, no dV/dK wgmmas, no dK/dV
-// registers), and the stage is released as soon as dP^T is done (dQ reads sdS and K only); without
+// registers), and the stage is released once dS^T is formed (dQ reads sdS and K only); without
 // dQ the dQ wgmma and the reductions (with their turn barriers) go, while sdS and kDsFull stay for
 // dK. Either way each consumer warp arrives on empty(s) exactly once per query block.
 #pragma once

@@ -46,7 +46,7 @@ __device__ __forceinline__ i32* dq_turn_counter(const BwdParams& p, const BwdTil
   return p.dq_sem + dq_block(p, t, m) * kSemsPerBlock + slot;
 }
 
-// Store one warpgroup's dQ tile (kDqM x kDqN, accumulator layout) into `region` of buffer `buf`,
+// Store one warpgroup's dQ tile (64 x kDqN, accumulator layout) into `region` of buffer `buf`,
 // as tile g.
 __device__ __forceinline__ void store_dq_tile(const BwdSmem& sm, int buf, int region, int g, int tid,
                                               const float (&acc)[kDqN / 2]) {
