@@ -142,6 +142,33 @@ def test_debug_build_compiles(head_dim, needs):
     assert len(c.cubin) > 0
 
 
+def _ops(cubin) -> list[str]:
+    """The SASS instructions of a cubin in address order (opcode and operands, no predicate guard)."""
+    ops = []
+    for line in sass_text(cubin).splitlines():
+        parts = line.split("*/")
+        if line.strip().startswith("/*") and len(parts) > 1 and parts[1].strip():
+            ops.append(parts[1].split(";")[0].strip())
+    return ops
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [96, 128])
+def test_early_dv_keeps_the_exp2s_under_the_dp_wgmma(head_dim, causal):
+    """64-query steps (kEarlyDv): every exp2 of P^T sits between the wait for S^T and the next wgmma
+    wait (the one for dP^T, after dV's issue), so MUFU works while the dP^T wgmma runs. Before the
+    change ptxas put 31 of 32 after that wait; this keeps it from sliding back unnoticed."""
+    v = hopper_bwd.BwdVariant(head_dim, "bf16", causal)
+    assert v.block_m == 64
+    ops = _ops(compile_spec(v.spec()).cubin)
+    waits = [i for i, op in enumerate(ops) if op.startswith("WARPGROUP.DEPBAR")]
+    s_ready = next(i for i in waits if ops[i].endswith("0x1"))    # the loop's first wait: S^T done
+    dp_ready = next(i for i in waits if i > s_ready)
+    between = sum(op.startswith("MUFU.EX2") for op in ops[s_ready:dp_ready])
+    assert between >= v.block_m // 2, (between, ops[s_ready:dp_ready])
+    assert any(op.startswith("HGMMA") for op in ops[s_ready:dp_ready])   # dV's wgmmas issue there
+
+
 def test_params_and_smem_layout_are_asserted_in_the_kernel():
     spec = hopper_bwd.BwdVariant(64, "fp16", True).spec()
     for name in ("FA3LITE_PARAMS_SIZE", "FA3LITE_SMEM_BYTES"):
