@@ -6,7 +6,7 @@ import torch
 
 from fa3lite.hopper import bwd as hopper_bwd
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
-from fa3lite.runtime.inspect import kernel_info, opcode_counts, sass_text, spec_info
+from fa3lite.runtime.inspect import instructions, kernel_info, opcode_counts, sass_text, spec_info
 
 
 @pytest.fixture(autouse=True)
@@ -142,16 +142,6 @@ def test_debug_build_compiles(head_dim, needs):
     assert len(c.cubin) > 0
 
 
-def _ops(cubin) -> list[str]:
-    """The SASS instructions of a cubin in address order (opcode and operands, no predicate guard)."""
-    ops = []
-    for line in sass_text(cubin).splitlines():
-        parts = line.split("*/")
-        if line.strip().startswith("/*") and len(parts) > 1 and parts[1].strip():
-            ops.append(parts[1].split(";")[0].strip())
-    return ops
-
-
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("head_dim", [96, 128])
 def test_early_dv_keeps_the_exp2s_under_the_dp_wgmma(head_dim, causal):
@@ -160,7 +150,7 @@ def test_early_dv_keeps_the_exp2s_under_the_dp_wgmma(head_dim, causal):
     change ptxas put 31 of 32 after that wait; this keeps it from sliding back unnoticed."""
     v = hopper_bwd.BwdVariant(head_dim, "bf16", causal)
     assert v.block_m == 64
-    ops = _ops(compile_spec(v.spec()).cubin)
+    ops = instructions(sass_text(compile_spec(v.spec()).cubin))
     waits = [i for i, op in enumerate(ops) if op.startswith("WARPGROUP.DEPBAR")]
     s_ready = next(i for i in waits if ops[i].endswith("0x1"))    # the loop's first wait: S^T done
     dp_ready = next(i for i in waits if i > s_ready)

@@ -9,14 +9,10 @@ import json
 import torch
 
 from fa3lite import flash_attn_varlen_func
+from fa3lite.bench.flops import band_flops
 
 LENGTHS = (3970, 2089, 3616, 2234, 677, 1572, 2226)   # feature_cases.varlen_lengths(16384), pinned here
 WIDTH = 2048
-
-
-def band_flops(lengths, heads, d, causal):
-    pairs = sum(s * (s + 1) // 2 if causal else s * s for s in lengths)
-    return 4 * heads * d * pairs
 
 
 def main():
@@ -44,7 +40,7 @@ def main():
                     call()
                 b.record()
                 b.synchronize()
-                runs.append(band_flops(LENGTHS, heads, d, causal) * args.reps / (a.elapsed_time(b) * 1e-3) / 1e12)
+                runs.append(band_flops(LENGTHS, heads, d, causal, (-1, -1), "fwd") * args.reps / (a.elapsed_time(b) * 1e-3) / 1e12)
             print(json.dumps({"tag": args.tag, "d": d, "causal": causal, "tflops": [round(x, 1) for x in runs]}),
                   flush=True)
 

@@ -83,7 +83,6 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
   const int key0 = t.n_block * kBlockN;
   const int q_col0 = wg * kWgQueries;                                  // this warpgroup's query columns
   const u32 col_blk = wg * (kWgCols / kSwizzleCols);                  // its first 64-column block
-  const i64 head_row = static_cast<i64>(t.batch) * p.num_heads_q + t.head;
 
   if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
   RingPos<kStages> pos;

@@ -17,7 +17,9 @@ _REGS = re.compile(r"Used (\d+) registers")
 _SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 _STACK = re.compile(r"(\d+) bytes stack frame")
 _SMEM = re.compile(r"(\d+) bytes smem")
-_OPCODE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
+_ADDRESS_AND_GUARD = r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?"   # '/*0d90*/  @!P0 '
+_OPCODE = re.compile(_ADDRESS_AND_GUARD + r"([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
+_INSTRUCTION = re.compile(_ADDRESS_AND_GUARD + r"([A-Z][^;]*);")
 
 
 @functools.cache
@@ -50,6 +52,12 @@ def sass_text(cubin: bytes) -> str:
         res = subprocess.run([cuobjdump, "--dump-sass", f.name], capture_output=True, text=True, env=env,
                              check=True)
     return res.stdout
+
+
+def instructions(sass: str) -> list[str]:
+    """The instructions in address order, opcode and operands without the guard predicate
+    (e.g. 'WARPGROUP.DEPBAR.LE gsb0, 0x1')."""
+    return [m.group(1).strip() for m in map(_INSTRUCTION.match, sass.splitlines()) if m]
 
 
 def opcode_counts(sass: str) -> dict[str, int]:
