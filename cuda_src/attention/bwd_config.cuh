@@ -42,7 +42,6 @@ constexpr int kStages = 2;                  // depth of the Q/dO ring
 constexpr int kWarpgroupThreads = 128;
 constexpr int kConsumerWarpgroups = 2;
 constexpr int kConsumerThreads = kConsumerWarpgroups * kWarpgroupThreads;
-constexpr int kConsumerWarps = kConsumerThreads / 32;
 constexpr int kThreads = kWarpgroupThreads * (1 + kConsumerWarpgroups);
 constexpr int kWgKeys = kWide ? kBlockN : kBlockN / kConsumerWarpgroups;     // key rows of a WG's dK/dV (wgmma M)
 constexpr int kWgCols = kWide ? kHeadDim / kConsumerWarpgroups : kHeadDim;   // columns of a WG's dK/dV

@@ -115,7 +115,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     dscores_transposed<kBlockM>(st, dpt, dps, p, tid, sm.lse(s), sm.dps(s));
     if constexpr (!kNeedDkv) {
       // Q, dO and the stats of this stage are no longer read: the dQ wgmma reads dS^T and K only.
-      release_stage(sm.empty(s), tid);
+      release_stage(sm.empty(s));
     }
     u32 dsa[kBlockM / 16][4];
     pack_fragments<kBlockM>(dpt, dsa);
@@ -171,7 +171,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       fence_regs(dv);
       fence_regs(dk);
       // Q and dO of this stage are no longer read (the dV/dK wgmmas that read them completed).
-      release_stage(sm.empty(s), tid);
+      release_stage(sm.empty(s));
     }
 
     if constexpr (kNeedDq) {

@@ -127,7 +127,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
     dscores_transposed<kWgQueries>(st, dpt, dps, p, tid, lse_row, dps_row);
     if constexpr (!kNeedDkv) {
       // Q, dO and the stats of this stage are no longer read: the dQ wgmma reads sdS and K only.
-      release_stage(sm.empty(s), tid);
+      release_stage(sm.empty(s));
     }
     u32 dsf[kWgQueries / 16][4];
     pack_fragments<kWgQueries>(dpt, dsf);
@@ -171,7 +171,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
       fence_regs(dv);
       fence_regs(dk);
       // Q and dO of this stage are no longer read (the dV/dK wgmmas that read them completed).
-      release_stage(sm.empty(s), tid);
+      release_stage(sm.empty(s));
     }
 
     if constexpr (kNeedDq) {

@@ -23,7 +23,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
     for (int s = 0; s < kStages; ++s) {
       mbar::init(sm.q_full(s), 1);
       mbar::init(sm.do_full(s), 1);
-      mbar::init(sm.empty(s), kConsumerWarps);
+      mbar::init(sm.empty(s), kConsumerThreads);
     }
     mbar::fence_init();
     // kVarlen: the sequence's tensor maps, built here while the producer still has its registers

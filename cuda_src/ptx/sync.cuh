@@ -22,10 +22,6 @@ __device__ __forceinline__ bool elect_one() {
 // branch on it is warp-uniform.
 __device__ __forceinline__ bool any(bool pred) { return __any_sync(0xffffffffu, pred) != 0; }
 
-// bar.warp.sync over the whole warp: also orders every lane's prior memory accesses before what
-// any lane does after it (e.g. one lane's mbarrier arrive on behalf of the warp).
-__device__ __forceinline__ void sync() { __syncwarp(0xffffffffu); }
-
 }  // namespace warp
 
 namespace warpgroup {
