@@ -143,7 +143,7 @@ def _pages_in_place(layout: "_Layout", q, k_cache, v_cache, page_table, backend:
     probe = q.new_empty((layout.b * layout.rows, heads, layout.d))
     pool = [c.view(-1, *c.shape[2:]) for c in (k_cache, v_cache)]
     return (ops.varlen_kernels_take(probe, pool[0], pool[1], layout.scale, layout.softcap, backend)
-            and ops.varlen_page_rows(k_cache.shape[1], layout.d, layout.mask[0]) > 0)
+            and ops.varlen_page_rows(k_cache.shape[1], layout.d) > 0)
 
 
 @dataclasses.dataclass(frozen=True)

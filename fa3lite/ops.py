@@ -119,10 +119,10 @@ def varlen_kernels_take(q, k, v, softmax_scale: float, softcap: float, backend: 
             and callable(getattr(_hopper(), "forward_varlen_plan", None)))
 
 
-def varlen_page_rows(page_size: int, head_dim: int, causal: bool) -> int:
+def varlen_page_rows(page_size: int, head_dim: int) -> int:
     """Rows of one in-place paged K/V copy for this page size (0: the kernels cannot read these pages
     in place; fa3lite.hopper.page_rows)."""
-    return _hopper().page_rows(page_size, head_dim, causal)
+    return _hopper().page_rows(page_size, head_dim)
 
 
 def varlen_forward_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: float, causal: bool,

@@ -48,44 +48,51 @@ class FwdTile(typing.NamedTuple):
 
 # Forward tiles per (head dim, causal): ((min_seqlen_k, tile), ...), the last entry whose min_seqlen_k
 # <= seqlen_k applies. Chosen with tools/fwd_tune.py --interleave on an H100 (candidates and cuDNN
-# timed in alternation; benchmarks/RESULTS.md section 16):
+# timed in alternation; benchmarks/RESULTS.md sections 16 and 23), re-swept once each warpgroup's
+# exp2s ran under its own P.V GEMM (section 23):
 # - d=64 runs three consumer warpgroups (192 query rows at 160 registers, FA3's shape for small heads:
-#   more warps to hide exp2 latency).
-# - Persistent grids win at short and medium keys (1k: +5-9%), and with causal masks also at long
-#   ones once tiles are claimed dynamically (d=256 causal 16k +6%); one CTA per tile keeps the edge
-#   at 16k where wide key blocks pay (d=64 full, d=128 causal 192-key blocks).
+#   more warps to hide exp2 latency), without pingpong since the intra-warpgroup overlap works
+#   (+2..7% at 4k-8k, even elsewhere); causal below 2k keys takes 128-row tiles (+10% at 1k: fewer
+#   rows past the diagonal).
+# - d=128: 128 x 128 everywhere but full masks from 8k keys, where one CTA per tile beats the
+#   persistent grid (+3..4% at 16k); wider key blocks no longer pay.
+# - d=256: persistent 128 x 80, but one CTA per tile for full masks from 16k keys (+2%) and 64-key
+#   blocks for causal masks below 2k keys (+3..4% at 1k).
 FWD_TILES = {
-    (64, False): ((0, FwdTile(192, 128, 2, True, True, persistent=True)), (4096, FwdTile(192, 128, 2, True, True))),
-    (64, True): ((0, FwdTile(192, 128, 2, True, True, persistent=True)),),
-    (128, False): ((0, FwdTile(128, 128, 2, True, True, persistent=True)),
-                   (4096, FwdTile(128, 160, 2, True, True, persistent=True))),
-    (128, True): ((0, FwdTile(128, 128, 2, True, True, persistent=True)), (8192, FwdTile(128, 192, 2, True, True))),
-    (256, False): ((0, FwdTile(128, 80, 2, True, True, persistent=True)),),
-    (256, True): ((0, FwdTile(128, 80, 2, True, True, persistent=True)),),
+    (64, False): ((0, FwdTile(192, 128, 2, True, False, persistent=True)),),
+    (64, True): ((0, FwdTile(128, 128, 2, True, False, persistent=True)),
+                 (2048, FwdTile(192, 128, 2, True, False, persistent=True))),
+    (128, False): ((0, FwdTile(128, 128, 2, True, True, persistent=True)), (8192, FwdTile(128, 128, 2, True, True))),
+    (128, True): ((0, FwdTile(128, 128, 2, True, True, persistent=True)),),
+    (256, False): ((0, FwdTile(128, 80, 2, True, True, persistent=True)), (16384, FwdTile(128, 80, 2, True, True))),
+    (256, True): ((0, FwdTile(128, 64, 2, True, True, persistent=True)),
+                  (2048, FwdTile(128, 80, 2, True, True, persistent=True))),
 }
 
 
 # Split-KV kernels run decode shapes (few query rows against long keys; fa3lite/hopper/splits.py):
 # one consumer warpgroup of 64 query rows (a 128-row tile would spend half its GEMMs on rows past
 # the sequence's end) and, where shared memory has room, a third K/V stage to keep more bytes in
-# flight: the work is reading K/V. The key block stays the dense tile's.
+# flight: the work is reading K/V. The key block is the dense full-mask short-sequence tile's.
 SPLIT_STAGES = {64: 3, 128: 3, 256: 2}
 
 
-def split_tile(head_dim: int, causal: bool) -> FwdTile:
-    """The tile of a split-KV (decode) kernel for a head dim and mask (SPLIT_STAGES)."""
-    dense = fwd_tile(head_dim, causal)
+def split_tile(head_dim: int) -> FwdTile:
+    """The tile of a split-KV (decode) kernel for a head dim, either mask (SPLIT_STAGES)."""
+    dense = fwd_tile(head_dim, False)
     return FwdTile(64, dense.block_n, SPLIT_STAGES[kernel_head_dim(head_dim)], overlap=True, pingpong=False)
 
 
 # Softcap's tanh does not fit the 160 registers of d=64's three consumer warpgroups (ptxas spills):
-# softcapped d=64 runs two, with d=128's short-sequence tile.
+# softcapped d=64 runs two, with d=128's short-sequence tile. Nor does it fit 192-key blocks in 240
+# registers while the exp2s run under the P.V GEMM (S, P and O live at once): softcap caps key blocks.
 SOFTCAP_TILES = {64: FwdTile(128, 128, 2, True, True, persistent=True)}
+SOFTCAP_MAX_BLOCK_N = 160
 
 
 def fwd_tile(head_dim: int, causal: bool, seqlen_k: int = 0, softcap: bool = False) -> FwdTile:
-    """The forward tile for a head dim, mask, key length and softcap (FWD_TILES, SOFTCAP_TILES; a
-    padded head dim takes its kernel's)."""
+    """The forward tile for a head dim, mask, key length and softcap (FWD_TILES, SOFTCAP_TILES,
+    SOFTCAP_MAX_BLOCK_N; a padded head dim takes its kernel's)."""
     head_dim = kernel_head_dim(head_dim)
     if softcap and head_dim in SOFTCAP_TILES:
         return SOFTCAP_TILES[head_dim]
@@ -93,6 +100,8 @@ def fwd_tile(head_dim: int, causal: bool, seqlen_k: int = 0, softcap: bool = Fal
     for min_seqlen_k, t in FWD_TILES[(head_dim, bool(causal))]:
         if seqlen_k >= min_seqlen_k:
             tile = t
+    if softcap and tile.block_n > SOFTCAP_MAX_BLOCK_N:
+        tile = tile._replace(block_n=SOFTCAP_MAX_BLOCK_N)
     return tile
 
 
@@ -138,7 +147,7 @@ class FwdVariant:
         if self.paged and not self.split:
             raise ValueError("paged K/V runs in the split-KV kernel (split=True)")
         if self.tile is None:
-            object.__setattr__(self, "tile", split_tile(self.head_dim, self.causal) if self.split
+            object.__setattr__(self, "tile", split_tile(self.head_dim) if self.split
                                else fwd_tile(self.head_dim, self.causal, softcap=self.softcap))
         if self.varlen and self.tile.persistent:
             object.__setattr__(self, "tile", self.tile._replace(persistent=False))
@@ -221,8 +230,7 @@ class FwdVariant:
 def all_fwd_variants() -> list[FwdVariant]:
     """Every forward kernel the host can pick (each tile of FWD_TILES, both dtypes, with and without
     softcap; varlen with the short-sequence tile, one CTA per tile; each with and without a sink)."""
-    tiles = {(d, c, sc): ({fwd_tile(d, c, 0, True)} if sc and kernel_head_dim(d) in SOFTCAP_TILES
-                          else {t for _, t in FWD_TILES[(kernel_head_dim(d), c)]})
+    tiles = {(d, c, sc): {fwd_tile(d, c, min_seqlen_k, sc) for min_seqlen_k, _ in FWD_TILES[(kernel_head_dim(d), c)]}
              for d in HEAD_DIMS for c in (False, True) for sc in (False, True)}
     fixed = [FwdVariant(d, t, c, tile=tile, softcap=sc) for (d, c, sc), ts in tiles.items() for t in DTYPES
              for tile in sorted(ts)]

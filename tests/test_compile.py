@@ -6,11 +6,12 @@ import pathlib
 import pytest
 
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
-from fa3lite.runtime.inspect import kernel_info, spec_info
+from fa3lite.runtime import cache
+from fa3lite.runtime.inspect import instructions, kernel_info, sass_text, spec_info
 from fa3lite.hopper.common import OFFSET_LIMIT
 from fa3lite.hopper.combine import all_combine_variants
-from fa3lite.variants import (FWD_PARAMS, FWD_TILES, SOFTCAP_TILES, FwdVariant, all_fwd_variants, fwd_tile,
-                              split_tile)
+from fa3lite.variants import (FWD_PARAMS, FWD_TILES, SOFTCAP_MAX_BLOCK_N, SOFTCAP_TILES, FwdTile, FwdVariant,
+                              all_fwd_variants, fwd_tile, split_tile)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -47,6 +48,19 @@ def test_fwd_variant_resources_and_sass(variant):
     assert sass.get("MUFU.EX2", 0) >= variant.block_n // 2
     # softcap: one MUFU.TANH per score of the thread's block_n / 2 (none without)
     assert (sass.get("MUFU.TANH", 0) >= variant.block_n // 2) if variant.softcap else "MUFU.TANH" not in sass
+    if variant.overlap:
+        assert_exp2s_under_the_pv_gemm(variant)
+
+
+def assert_exp2s_under_the_pv_gemm(variant):
+    """Overlapped mainloop: every exp2 of a key block's P sits between the loop's wait for S (the wait
+    that lets one group, P.V, run on) and the wait for P.V, so MUFU works while P.V runs. ptxas had
+    hoisted the P.V wait above all of them (fwd_consumer.cuh wait_pv_rescale_o)."""
+    ops = instructions(sass_text(cache.get(variant.spec()).cubin))
+    s_ready = next(i for i, op in enumerate(ops) if op.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1"))
+    pv_ready = next(i for i in range(s_ready + 1, len(ops)) if ops[i].startswith("WARPGROUP.DEPBAR"))
+    between = sum(op.startswith("MUFU.EX2") for op in ops[s_ready:pv_ready])
+    assert between >= variant.block_n // 2, (between, variant.block_n)
 
 
 @pytest.mark.parametrize("variant", all_combine_variants(), ids=lambda v: f"{v.dtype}-v{v.head_dim_v}")
@@ -68,7 +82,7 @@ def test_split_variants_cover_every_varlen_kernel():
     assert paged == {v for v in variants if v.split and not v.paged and not v.sink}
     for v in variants:
         if v.split:
-            assert v.tile == split_tile(v.head_dim, v.causal) and v.block_m == 64 and v.threads == 256
+            assert v.tile == split_tile(v.head_dim) and v.block_m == 64 and v.threads == 256
             assert v.smem_bytes <= 227 * 1024
 
 
@@ -79,7 +93,7 @@ def test_kernel_info_reports_the_default_forward_tile():
     assert info["threads"] == 128 * (1 + tile.block_m // 64)
 
 
-def test_fwd_tile_follows_the_key_length():
+def test_fwd_tile_follows_the_key_length(monkeypatch):
     for (d, causal), entries in FWD_TILES.items():
         assert entries[0][0] == 0, "every (d, causal) has a tile for the shortest sequences"
         assert [m for m, _ in entries] == sorted({m for m, _ in entries})
@@ -90,6 +104,13 @@ def test_fwd_tile_follows_the_key_length():
     # softcapped d=64 trades the three-warpgroup tile for one whose registers hold the tanh
     assert fwd_tile(64, True, 0, softcap=True) == SOFTCAP_TILES[64] == FwdVariant(64, "bf16", False, softcap=True).tile
     assert fwd_tile(128, True, 0, softcap=True) == fwd_tile(128, True, 0)
+    # and takes key blocks no wider than its registers allow (a 192-key block spills with the tanh)
+    for (d, causal), entries in FWD_TILES.items():
+        for min_k, _ in entries:
+            assert fwd_tile(d, causal, min_k, softcap=True).block_n <= SOFTCAP_MAX_BLOCK_N
+    wide = FwdTile(128, 192, 2, True, True)
+    monkeypatch.setitem(FWD_TILES, (128, True), ((0, wide),))
+    assert fwd_tile(128, True, 0, softcap=True) == wide._replace(block_n=SOFTCAP_MAX_BLOCK_N)
     # the variant carries its tile: a different tile is a different kernel (and cache entry)
     a = FwdVariant(128, "bf16", True, tile=fwd_tile(128, True, 0))
     b = FwdVariant(128, "bf16", True, tile=fwd_tile(128, True, 1 << 20))

@@ -2,7 +2,7 @@
 
 --compile-only checks every candidate compiles spill-free without local memory (on a CPU); on a GPU
 each candidate is first checked for accuracy at odd shapes, then timed at 16k tokens a batch
-(H = 2048 / d) for S in 1k, 4k, 16k, with cuDNN (torch SDPA) timed in the same process.
+(H = 2048 / d) for S in 1k, 4k, 16k (or --seqlen=a,b,..), with cuDNN (torch SDPA) timed in the same process.
 """
 import sys
 
@@ -14,11 +14,13 @@ from fa3lite.variants import FwdTile as T
 
 P = {"persistent": True}
 CANDIDATES = {
-    64: [T(192, 128, 2, True, True), T(192, 128, 2, True, True, **P), T(192, 128, 2, True, False),
-         T(192, 128, 2, True, False, **P)],
-    128: [T(128, 128, 2, True, True), T(128, 128, 2, True, True, **P), T(128, 192, 2, True, True),
+    64: [T(192, 128, 2, True, False, **P), T(192, 128, 2, True, False), T(192, 128, 3, True, False, **P),
+         T(192, 128, 2, True, True, **P), T(128, 128, 2, True, True, **P), T(128, 128, 2, True, False, **P)],
+    128: [T(128, 128, 2, True, True), T(128, 128, 2, True, True, **P), T(128, 128, 2, True, False),
+          T(128, 128, 2, True, False, **P), T(128, 160, 2, True, True), T(128, 160, 2, True, False),
           T(128, 160, 2, True, True, **P)],
-    256: [T(128, 80, 2, True, True), T(128, 80, 2, True, True, **P)],
+    256: [T(128, 80, 2, True, True), T(128, 80, 2, True, True, **P), T(128, 80, 2, True, False, **P),
+          T(128, 64, 2, True, True, **P)],
 }
 
 
@@ -97,6 +99,8 @@ if __name__ == "__main__":
     import torch
     from fwd_smoke import bench, bench_sdpa, check
 
+    SEQLENS = next((tuple(int(x) for x in a.split("=")[1].split(",")) for a in sys.argv if a.startswith("--seqlen=")),
+                   (1024, 4096, 16384))
     masks = [m == "causal" for m in ("full", "causal") if f"--{m}" in sys.argv] or [False, True]
     if "--interleave" in sys.argv:
         for d in dims:
@@ -106,7 +110,7 @@ if __name__ == "__main__":
                     use(d, causal, c)
                     for shape in ((1, 333, 517, 2, 1), (3, 700, 1037, 16, 4), (2, 1500, 300, 16, 8)):
                         assert check(*shape, d, torch.bfloat16, causal), (d, causal, c)
-                for S in (1024, 4096, 16384):
+                for S in SEQLENS:
                     interleaved(d, causal, S, good)
         sys.exit(0)
     for d in dims:

@@ -6,7 +6,7 @@
 // key block to the first (see the producer). With kPingpong the consumer warpgroups also take turns
 // issuing their GEMMs (pingpong.cuh). Per iteration:
 //   issue S = Q K(n)^T; issue O += P V(prev); wait S -> release K(n) -> softcap/mask -> softmax(S) -> corr
-//   wait P.V -> release V(prev) -> O *= corr (skipped while no offset moved: softmax.cuh) -> P = bf16(S)
+//   wait P.V -> O *= corr (skipped while no offset moved: softmax.cuh) -> release V(prev) -> P = bf16(S)
 // O's rescale waits for the P.V in flight (it reads O), which is why corr is applied after it:
 // O_new = (O + P_prev V_prev) * corr, with P_prev taken against the max before block n.
 #pragma once
@@ -27,11 +27,26 @@ __device__ __forceinline__ void release(u32 bar, int tid) {
   if (tid % 32 == 0) mbar::arrive(bar);
 }
 
+__device__ __forceinline__ void scale_rows(float (&o)[kHeadDim / 2], const float (&corr)[2]) {
+#pragma unroll
+  for (int i = 0; i < kHeadDim / 2; ++i) o[i] *= corr[frag::half(i)];
+}
+
 // O *= corr row-wise, skipped (warp-uniformly) when no row of the warp moved its offset.
 __device__ __forceinline__ void rescale_o(float (&o)[kHeadDim / 2], const float (&corr)[2], bool needed) {
+  if (warp::any(needed)) scale_rows(o, corr);
+}
+
+// The same after waiting for the P.V GEMM in flight (it accumulates into O). The wait sits in both
+// arms of the vote's branch on purpose: in the softmax's basic block, ptxas hoists the wait
+// (WARPGROUP.DEPBAR) to the block's top, and every exp2 of the block then ran after P.V instead of
+// under it. A branch that depends on the softmax's row max keeps the exp2s above it.
+__device__ __forceinline__ void wait_pv_rescale_o(float (&o)[kHeadDim / 2], const float (&corr)[2], bool needed) {
   if (warp::any(needed)) {
-#pragma unroll
-    for (int i = 0; i < kHeadDim / 2; ++i) o[i] *= corr[frag::half(i)];
+    wgmma::wait_group<0>();
+    scale_rows(o, corr);
+  } else {
+    wgmma::wait_group<0>();
   }
 }
 
@@ -121,9 +136,8 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
     mask.mod<kBlockN>(s, n, p.softcap_scale);
     float corr[2];
     const bool moved = softmax.update<kBlockN>(s, p.scale_log2, corr);
-    wgmma::wait_group<0>();                 // P.V done: O and pa may be touched again
+    wait_pv_rescale_o(o, corr, moved);      // P.V done: O and pa may be touched again
     release(sm.v_empty(prev.stage), tid);
-    rescale_o(o, corr, moved);
     convert_p(s, pa);
     prev = pos;
     pos.advance();

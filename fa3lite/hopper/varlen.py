@@ -48,12 +48,12 @@ def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, softcap: bool
                       head_dim_v=head_dim_v, sink=sink, split=split, paged=paged)
 
 
-def page_rows(page_size: int, head_dim: int, causal: bool) -> int:
+def page_rows(page_size: int, head_dim: int) -> int:
     """Rows of one paged K/V copy: the largest divisor of both the page size and the split kernel's
     key block (a copy never straddles pages and the chunks tile the block). The kernel needs a
     multiple of 8 (chunks at 1024-byte offsets keep the 128-byte swizzle); 0 when there is none
     (the caller gathers the pages instead)."""
-    rows = math.gcd(page_size, split_tile(head_dim, causal).block_n)
+    rows = math.gcd(page_size, split_tile(head_dim).block_n)
     return rows if rows % _PAGE_ROW_MULTIPLE == 0 else 0
 
 
@@ -100,7 +100,7 @@ class _VarlenPlan:
             q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
             seqlen_q=total_q, seqlen_k=paged[0] * paged[1] if paged else k.shape[0], num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks,
             page_table=0, page_size=paged[0] if paged else 0, pages_per_seq=paged[1] if paged else 0,
-            page_rows=page_rows(paged[0], D, banded) if paged else 0,
+            page_rows=page_rows(paged[0], D) if paged else 0,
             num_tiles=ctas, num_splits=self.splits, pack_group=pack_group, causal_offset=causal_offset,
             local_offset=local_offset,
             **score_scales(softmax_scale, softcap),
@@ -127,7 +127,7 @@ class _VarlenPlan:
                 "o_accum", "lse_accum", "out", "lse", "sink", "cu_seqlens_q", "seqused_q"))
         at = FWD_PARAMS.offsets
         # paged: K and V map the pool, boxes of one chunk of rows and one 64-column block (fwd_producer.cuh)
-        kv_box = (page_rows(paged[0], D, banded), 1) if paged else (variant.block_n, None)
+        kv_box = (page_rows(paged[0], D), 1) if paged else (variant.block_n, None)
         self.slots = tuple(
             (at[name], tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, box[0], box[1],
                                                                kernel_dim=variant.kernel_dim), self.dev))
