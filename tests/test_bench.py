@@ -314,6 +314,39 @@ def test_runner_checks_then_times_every_cell_and_mode():
     assert {c.seqlen for c in impl_checks} == {32, 64, ODD_SEQLEN}
 
 
+class DriftTimer(FakeTimer):
+    """Each timing call returns one time, one more than the call before: a clock that drifts."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def time(self, step, n_sets, context):
+        super().time(step, n_sets, context)
+        self.calls += 1
+        return [float(self.calls)]
+
+
+def test_runner_times_each_cell_in_interleaved_rounds():
+    timer = DriftTimer()
+    spec = _tiny_spec()
+    _, ms = _run([MathImpl(BASELINE), MathImpl("fa3lite")], spec=spec, timer=timer, rounds=3)
+    jobs = 2 * len(spec.modes)   # per cell: every (implementation, mode)
+    assert timer.calls == 3 * jobs * 4   # rounds x jobs x cells
+    by_cell = {}
+    for m in ms:
+        assert m.status == OK and m.stats.reps == 3
+        by_cell.setdefault((m.cell.causal, m.cell.seqlen), []).append(m)
+    for cell_ms in by_cell.values():
+        # each job's three times are one round apart (jobs calls), so the drift spreads evenly
+        medians = sorted(m.stats.median for m in cell_ms)
+        assert medians == [medians[0] + j for j in range(jobs)]
+        # times t, t + jobs, t + 2 jobs: p20 = t + 0.4 jobs, p80 = t + 1.6 jobs
+        assert all(m.stats.p80 - m.stats.p20 == pytest.approx(1.2 * jobs) for m in cell_ms)
+    with pytest.raises(ValueError, match="rounds"):
+        GridRunner([MathImpl(BASELINE)], spec, timer, "cpu", l2_bytes=4096, rounds=0)
+
+
 def test_runner_reports_wrong_unsupported_oom_and_absent_without_timing_them():
     impls = [
         MathImpl(BASELINE),

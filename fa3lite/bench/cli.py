@@ -7,6 +7,7 @@ run); 130 when interrupted (the files then hold what was measured so far).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import sys
@@ -26,6 +27,9 @@ DEFAULT_OUT = "bench_out"
 DEFAULT_REPS = 30
 DEFAULT_WARMUP = 5
 MIN_REPS = 20  # a median of fewer is too noisy to trust
+# Each grid cell's timings go in rounds through every (implementation, mode), the reps shared out
+# over them (runner.GridRunner): clock drift then hits a cell's implementations alike.
+DEFAULT_ROUNDS = 3
 DEFAULT_COMPILE_TIMEOUT_S = 300.0
 PARTIAL_NAME = "results.partial.jsonl"
 COMPILE_SHARE = 0.3  # of the remaining time budget, for each compile-time child process
@@ -47,6 +51,7 @@ class Options:
     plots: bool
     features: bool = True
     decode: str | None = None  # the decode preset of a --decode run (decode_cases.DECODE_PRESETS), else None
+    rounds: int = DEFAULT_ROUNDS  # timing rounds per grid cell (runner.GridRunner)
 
 
 def _list_of(parse):
@@ -135,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--width", type=int, default=grid.DEFAULT_WIDTH, help="model width (H = width/d)")
     p.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help="output folder (default ./bench_out)")
     p.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"timed calls per measurement (>= {MIN_REPS})")
+    p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                   help="interleaved timing rounds per grid cell, the reps shared out over them "
+                        f"(default {DEFAULT_ROUNDS})")
     p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP,
                    help="untimed calls first (at least one per input set)")
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
@@ -176,6 +184,8 @@ def parse_args(argv=None) -> Options:
     a = p.parse_args(argv)
     if a.reps < MIN_REPS:
         p.error(f"--reps: expected at least {MIN_REPS} (a median of fewer is noise), got {a.reps}")
+    if a.rounds < 1:
+        p.error(f"--rounds: expected at least 1, got {a.rounds}")
     if a.warmup < 0:
         p.error(f"--warmup: expected a non-negative count, got {a.warmup}")
     if a.time_budget is not None and a.time_budget <= 0:
@@ -198,7 +208,7 @@ def parse_args(argv=None) -> Options:
     except ValueError as exc:
         p.error(str(exc))
     return Options(spec, a.preset, impls, a.out, a.reps, a.warmup, a.time_budget, a.host_time,
-                   a.compile_time, a.compile_timeout, a.odd_check, a.plots, a.features, decode)
+                   a.compile_time, a.compile_timeout, a.odd_check, a.plots, a.features, decode, a.rounds)
 
 
 def _decode_preset(a) -> str | None:
@@ -275,7 +285,8 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
         collect_env(),
         dict(preset=opts.preset, dtype=spec.dtype, tokens=spec.tokens, width=spec.width,
              head_dims=list(spec.head_dims), causal=list(spec.causal), seqlens=list(spec.seqlens),
-             modes=list(spec.modes), reps=opts.reps, warmup=opts.warmup, impls=[i.name for i in impls],
+             modes=list(spec.modes), reps=opts.reps, rounds=opts.rounds, warmup=opts.warmup,
+             impls=[i.name for i in impls],
              time_budget_s=opts.time_budget, odd_check=opts.odd_check, features=opts.features),
         check, absent)
     print(f"{run.meta['device']}: {len(cells)} cells x {len(spec.modes)} modes x {len(impls)} implementations"
@@ -300,8 +311,11 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
                 run.compile_times, setup_notes = compile_time.measure(variants, spec.dtype, cache_dir, limit)
                 run.notes += setup_notes
         timer = CudaTimer(opts.warmup, opts.reps)
-        runner = GridRunner(impls, spec, timer, "cuda", l2_bytes=l2_bytes(0), absent=absent,
-                            deadline=deadline, odd_check=opts.odd_check, on_result=on_result)
+        # the grid's rounds share the reps out (at least opts.reps pooled); the feature rows keep one
+        # run of opts.reps
+        round_timer = CudaTimer(opts.warmup, math.ceil(opts.reps / opts.rounds))
+        runner = GridRunner(impls, spec, round_timer, "cuda", l2_bytes=l2_bytes(0), absent=absent,
+                            deadline=deadline, odd_check=opts.odd_check, on_result=on_result, rounds=opts.rounds)
         try:
             run.measurements = run_tracked(runner, cells)
         finally:

@@ -182,7 +182,7 @@ def format_report(run: BenchRun, labels: dict[str, str], host_shape: str) -> str
     else:
         header += [
             f"{cfg.get('dtype')}, {cfg.get('tokens')} tokens per batch, width {cfg.get('width')} (H = width/d), "
-            f"median of {cfg.get('reps')} reps; TFLOP/s and ratio to SDPA cuDNN "
+            f"median of {cfg.get('reps')} reps{_rounds(cfg)}; TFLOP/s and ratio to SDPA cuDNN "
             "(FLOPs 4*B*H*S*S*d, /2 causal, x2.5 bwd)",
             "Each call timed between CUDA events with the host queued ahead, inputs rotated past L2, as in "
             "training (inputs require grad); a call whose host work outlasts its GPU work is timed host-bound.",
@@ -339,3 +339,9 @@ def write_json(path: Path, run: BenchRun) -> None:
     with open(path, "w") as f:
         json.dump(to_json(run), f, indent=1, default=str)
         f.write("\n")
+
+
+def _rounds(cfg: dict) -> str:
+    """' in R interleaved rounds' for a grid timed in rounds (runs before --rounds had none)."""
+    rounds = cfg.get("rounds") or 1
+    return f" in {rounds} interleaved rounds" if rounds > 1 else ""

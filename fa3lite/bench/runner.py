@@ -2,11 +2,14 @@
 
 Per cell: allocate enough rotated input sets (B, S, H, d) to exceed L2 several times and compute
 the reference on two sampled heads of set 0. Then, per implementation: bind it; check its forward on
-set 0 by FA3's rule, then (when a backward mode is asked for) its dq, dk, dv; time each mode whose
-check passed (fwd needs the forward check, bwd and fwd+bwd the backward one). fa3lite (default and
-deterministic backward alike) is also checked once per (head dim, mask) at a length that is no
-multiple of any tile (ODD_SEQLEN); a wrong answer there marks the cells of that head dim and mask
-WRONG. A failure of one implementation on one cell (exception, OOM, wrong answer) never stops the
+set 0 by FA3's rule, then (when a backward mode is asked for) its dq, dk, dv, and time each mode whose
+check passed (fwd needs the forward check, bwd and fwd+bwd the backward one). With rounds > 1 the
+cell's (implementation, mode) pairs are then timed again, `rounds - 1` times in turn, the per-call
+times pooled: the GPU's clock drifts by up to ~10% over seconds under load, and interleaving makes
+the drift hit every implementation of a cell alike instead of whichever ran in a slow stretch.
+fa3lite (default and deterministic backward alike) is also checked once per (head dim, mask) at a
+length that is no multiple of any tile (ODD_SEQLEN); a wrong answer there marks the cells of that
+head dim and mask WRONG. A failure of one implementation on one cell (exception, OOM, wrong answer) never stops the
 others; a CUDA fault (the context is lost) stops all.
 The timer is injected, so the orchestration runs on the CPU in tests with a fake timer.
 """
@@ -246,10 +249,14 @@ class GridRunner(CaseRunner):
 
     def __init__(self, impls, spec: GridSpec, timer, device, *, l2_bytes: int, absent=None,
                  progress=None, deadline: float | None = None, odd_check: bool = True,
-                 odd_check_impls=FA3LITE_IMPLS, seed: int = 0, clock=time.monotonic, on_result=None):
+                 odd_check_impls=FA3LITE_IMPLS, seed: int = 0, clock=time.monotonic, on_result=None,
+                 rounds: int = 1):
         super().__init__(impls, timer, device, l2_bytes=l2_bytes, absent=absent, deadline=deadline,
                          progress=progress, seed=seed, clock=clock)
+        if rounds < 1:
+            raise ValueError(f"rounds: expected at least 1, got {rounds}")
         self.spec = spec
+        self.rounds = rounds
         self.dtype = TORCH_DTYPES[spec.dtype]
         self.odd_check = odd_check
         self.odd_check_impls = tuple(odd_check_impls)
@@ -317,20 +324,39 @@ class GridRunner(CaseRunner):
             sets = refs = None
             self._cleanup()
             return out
+        # Round 1 checks and times one implementation after another (the peers first: a fault of
+        # fa3lite's then leaves them measured); the further rounds time every job again in turn.
+        jobs, times = [], {}   # jobs: (impl, mode, bound) whose check passed; times: job -> [ms]
         for impl in self._execution_order(live):
             if self._stop_reason():
                 self._all_modes(out, impl, cell, SKIPPED, self._stop_reason())
             else:
                 started = self.clock()
-                self._run_impl(out, impl, cell, sets, refs, grads)
-                self.wall_s[impl.name] = self.wall_s.get(impl.name, 0.0) + self.clock() - started
+                for job in self._check_impl(out, impl, cell, sets, refs, grads):
+                    times[len(jobs)] = []
+                    jobs.append(job)
+                    self._time_job(out, cell, sets, jobs[-1], times, len(jobs) - 1)
+                self._add_wall(impl, started)
                 self._note_fatal(out, impl, cell)
             self._cleanup()
+        for _ in range(self.rounds - 1):
+            for n in list(times):
+                started = self.clock()
+                self._time_job(out, cell, sets, jobs[n], times, n)
+                self._add_wall(jobs[n][0], started)
+        for n, pooled in times.items():
+            impl, mode, _ = jobs[n]
+            if pooled:
+                self._emit(out, _measurement(impl, cell, mode, OK, Stats.of(pooled)))
+            else:
+                self._emit(out, _measurement(impl, cell, mode, SKIPPED, reason=self.fatal or TIME_BUDGET_REASON))
+        for impl in live:
             self._advance(cell, impl.name)
-        del sets, refs
+        del sets, refs, jobs
         self._cleanup()
         order = {i.name: n for n, i in enumerate(self.impls)}
-        return sorted(out, key=lambda m: order[m.impl])
+        modes = {m: n for n, m in enumerate(self.spec.modes)}
+        return sorted(out, key=lambda m: (order[m.impl], modes[m.mode]))
 
     def _note_fatal(self, out, impl, cell):
         for m in out:
@@ -353,8 +379,12 @@ class GridRunner(CaseRunner):
             for _ in range(n)
         ]
 
-    def _run_impl(self, out, impl, cell, sets, refs, grads):
-        """Check (forward, then backward), then time each mode whose check passed."""
+    def _add_wall(self, impl, started: float):
+        self.wall_s[impl.name] = self.wall_s.get(impl.name, 0.0) + self.clock() - started
+
+    def _check_impl(self, out, impl, cell, sets, refs, grads) -> list:
+        """Check (forward, then backward); gives (impl, mode, bound) for each mode whose check passed
+        and emits the others."""
         odd = self._odd_length_check(impl, cell.head_dim, cell.causal, grads) if self._odd_wanted(impl) else {}
         scale = self._scale(cell)
         try:
@@ -362,24 +392,36 @@ class GridRunner(CaseRunner):
         except Refused as r:
             self._record(impl.name, cell.head_dim, cell.causal, cell.seqlen, r.status, r.reason)
             self._all_modes(out, impl, cell, r.status, r.reason)
-            return
+            return []
         verdict = self._check(bound, sets[0], refs, grads)
         for part, (status, detail) in verdict.items():
             self._record(impl.name, cell.head_dim, cell.causal, cell.seqlen, status, f"[{part}] {detail}")
         for part, (status, detail) in odd.items():
             if status == WRONG and verdict.get(part, (OK,))[0] == OK:
                 verdict[part] = (WRONG, f"at S={ODD_SEQLEN}: {detail}")
+        jobs = []
         for mode in self.spec.modes:
             status, detail = verdict[PART_OF_MODE[mode]]
             if status != OK:
                 self._emit(out, _measurement(impl, cell, mode, status, reason=detail))
-                continue
-            try:
-                times = guarded(lambda: self._time_mode(bound, sets, mode))
-                self._emit(out, _measurement(impl, cell, mode, OK, Stats.of(times)))
-            except Refused as r:
-                self._emit(out, _measurement(impl, cell, mode, r.status, reason=r.reason))
-            self._cleanup()
+            else:
+                jobs.append((impl, mode, bound))
+        return jobs
+
+    def _time_job(self, out, cell, sets, job, times: dict, n: int):
+        """One timing run of job n ((impl, mode, bound)), its per-call times added to times[n]. A
+        failure is the job's measurement and ends it (n leaves `times`); nothing runs after a CUDA
+        fault (the job keeps what earlier rounds gave it)."""
+        if self.fatal:
+            return
+        impl, mode, bound = job
+        try:
+            times[n] += guarded(lambda: self._time_mode(bound, sets, mode))
+        except Refused as r:
+            self._emit(out, _measurement(impl, cell, mode, r.status, reason=r.reason))
+            del times[n]
+            self._note_fatal(out, impl, cell)
+        self._cleanup()
 
     def _check(self, bound, inputs, refs, grads: bool) -> dict:
         """check_parts against the reference heads."""
