@@ -509,7 +509,7 @@ def _varlen_bwd_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, sequse
             sink.new_empty(sink.shape) if sink is not None else q.new_empty((0,)))
 
 
-_VARLEN_SINK_INDEX = 14   # sink's position among varlen_fwd's arguments
+_VARLEN_SINK_INDEX = 14   # sink's position among varlen_fwd's arguments (and _EagerVarlen's)
 
 
 def _varlen_setup_context(ctx, inputs, output):
@@ -538,18 +538,60 @@ def _varlen_backward(ctx, dout, dlse):
 varlen_fwd.register_autograd(_varlen_backward, setup_context=_varlen_setup_context)
 
 
+class _EagerVarlen(torch.autograd.Function):
+    """Eager-mode twin of fa3lite::varlen_fwd with its autograd (as _EagerAttention is fwd's): the
+    same implementations without the custom-op dispatch, which cost ~250 us a call on the GPU
+    machine (host time 330-375 us a call against 100-160 without grad), enough to make the varlen
+    forward host-bound at 16k tokens. Arguments: varlen_fwd's, dense kernels only (no splits, no
+    packed GQA: inference only)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, cu_q, cu_k, used_q, used_k, max_q, max_k, softmax_scale, causal, causal_offset,
+                local_offset, softcap, sink, deterministic, backend):
+        out, lse = _varlen_fwd_impl(q, k, v, cu_q, cu_k, used_q, used_k, max_q, max_k, softmax_scale, causal,
+                                    causal_offset, local_offset, softcap, sink, backend, -1)
+        ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, used_q, used_k, sink)
+        ctx.args = (max_q, max_k, softmax_scale, causal, causal_offset, local_offset, softcap)
+        ctx.flags = (deterministic, backend)
+        ctx.mark_non_differentiable(lse)
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, dout, dlse):
+        q, k, v, out, lse, cu_q, cu_k, used_q, used_k, sink = ctx.saved_tensors
+        max_q, max_k, scale, causal, causal_offset, local_offset, softcap = ctx.args
+        if _needs_graph(dout, q, k, v, sink):   # create_graph: the torch math, whose gradients carry one
+            grads = fallback.backward_varlen(dout, q, k, v, out, lse, cu_q, cu_k, scale, causal, causal_offset,
+                                             local_offset, softcap, sink, used_q, used_k)
+            dq, dk, dv, dsink = grads if sink is not None else tuple(grads) + (None,)
+        else:
+            dq, dk, dv, dsink = _varlen_bwd_impl(dout, q, k, v, out, lse, cu_q, cu_k, used_q, used_k, *ctx.args,
+                                                 sink, *ctx.flags)
+        grads = [None] * len(ctx.needs_input_grad)
+        grads[:3] = dq, dk, dv
+        if sink is not None and ctx.needs_input_grad[_VARLEN_SINK_INDEX]:
+            grads[_VARLEN_SINK_INDEX] = dsink
+        return tuple(grads)
+
+
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q: int,
                      max_seqlen_k: int, softmax_scale: float, causal: bool, causal_offset: int,
                      local_offset: int | None, softcap: float, sink, deterministic: bool, backend: str,
                      num_splits: int = -1, pack_group: int = 1):
     """(out, lse) of validated varlen arguments: straight to the implementation when no autograd node
-    is needed, else through the custom op (which records it; also while torch.compile traces).
+    is needed, through the eager twin when one is (_EagerVarlen), through the custom op while
+    torch.compile traces (and for the inference-only layouts, whose op refuses a backward).
     num_splits: -1 the dense varlen kernels; >= 0 the split-KV decode kernel (hopper/varlen.py).
     pack_group: rows per query position (packed GQA, inference only; fallback.forward_varlen)."""
-    if not torch.compiler.is_compiling() and not autograd_needed(q, k, v, sink):
-        return _varlen_fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
-                                softmax_scale, causal, causal_offset, local_offset, softcap, sink, backend, num_splits,
-                                pack_group)
+    if not torch.compiler.is_compiling():
+        if not autograd_needed(q, k, v, sink):
+            return _varlen_fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
+                                    max_seqlen_k, softmax_scale, causal, causal_offset, local_offset, softcap, sink,
+                                    backend, num_splits, pack_group)
+        if num_splits == -1 and pack_group == 1:
+            return _EagerVarlen.apply(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
+                                      max_seqlen_k, softmax_scale, causal, causal_offset, local_offset, softcap, sink,
+                                      deterministic, backend)
     return torch.ops.fa3lite.varlen_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
                                         max_seqlen_k, softmax_scale, causal, causal_offset, local_offset, softcap,
                                         sink, deterministic, backend, num_splits, pack_group)

@@ -75,6 +75,22 @@ def test_gradcheck(case):
         assert torch.autograd.gradcheck(f, tuple(inputs))
 
 
+def test_grad_mode_takes_the_eager_twin_whose_double_backward_is_differentiable():
+    """With inputs that require grad the call records _EagerVarlen (no custom-op dispatch: it cost
+    ~250 us a call); create_graph=True then runs the torch math, so second derivatives are right."""
+    q, k, v, cu_q, cu_k = packed([2, 0, 3], [3, 1, 2], hq=2, hk=1, d=4)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    sink = torch.randn(2, dtype=torch.float64, requires_grad=True)
+
+    def f(q, k, v, sink):
+        return fa3lite.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 3, 3, causal=True, learnable_sink=sink)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fa3lite.FallbackWarning)
+        assert type(f(q, k, v, sink).grad_fn).__name__ == "_EagerVarlenBackward"
+        assert torch.autograd.gradgradcheck(f, (q, k, v, sink))
+
+
 def test_errors_name_the_argument():
     q, k, v, cu_q, cu_k = packed([2, 3], [2, 3])
     with pytest.raises(fa3lite.InputError) as info:
