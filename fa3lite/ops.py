@@ -512,27 +512,36 @@ def _varlen_bwd_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, sequse
 _VARLEN_SINK_INDEX = 14   # sink's position among varlen_fwd's arguments (and _EagerVarlen's)
 
 
-def _varlen_setup_context(ctx, inputs, output):
+def _varlen_save(ctx, inputs, out, lse):
+    """What the backward needs of varlen_fwd's first 17 arguments (`inputs`) and its outputs."""
     q, k, v, cu_q, cu_k, used_q, used_k, max_q, max_k = inputs[:9]
     scale, causal, causal_offset, local_offset, softcap, sink, deterministic, backend = inputs[9:17]
-    if len(inputs) > 18 and inputs[18] != 1:
-        raise NotImplementedError("fa3lite::varlen_fwd: packed GQA (pack_group > 1) is inference only")
-    out, lse = output
     ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, used_q, used_k, sink)
     ctx.args = (max_q, max_k, scale, causal, causal_offset, local_offset, softcap)
     ctx.flags = (deterministic, backend)
     ctx.mark_non_differentiable(lse)
 
 
+def _varlen_input_grads(ctx, dq, dk, dv, dsink):
+    """One gradient per input of the call: dq, dk, dv first, dsink at the sink's position if asked."""
+    grads = [None] * len(ctx.needs_input_grad)
+    grads[:3] = dq, dk, dv
+    if dsink is not None and ctx.needs_input_grad[_VARLEN_SINK_INDEX]:
+        grads[_VARLEN_SINK_INDEX] = dsink
+    return tuple(grads)
+
+
+def _varlen_setup_context(ctx, inputs, output):
+    if len(inputs) > 18 and inputs[18] != 1:
+        raise NotImplementedError("fa3lite::varlen_fwd: packed GQA (pack_group > 1) is inference only")
+    _varlen_save(ctx, inputs, *output)
+
+
 def _varlen_backward(ctx, dout, dlse):
     q, k, v, out, lse, cu_q, cu_k, used_q, used_k, sink = ctx.saved_tensors
     dq, dk, dv, dsink = torch.ops.fa3lite.varlen_bwd(dout, q, k, v, out, lse, cu_q, cu_k, used_q, used_k, *ctx.args,
                                                      sink, *ctx.flags)
-    grads = [None] * len(ctx.needs_input_grad)
-    grads[:3] = dq, dk, dv
-    if sink is not None and ctx.needs_input_grad[_VARLEN_SINK_INDEX]:
-        grads[_VARLEN_SINK_INDEX] = dsink
-    return tuple(grads)
+    return _varlen_input_grads(ctx, dq, dk, dv, dsink if sink is not None else None)
 
 
 varlen_fwd.register_autograd(_varlen_backward, setup_context=_varlen_setup_context)
@@ -548,12 +557,10 @@ class _EagerVarlen(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, cu_q, cu_k, used_q, used_k, max_q, max_k, softmax_scale, causal, causal_offset,
                 local_offset, softcap, sink, deterministic, backend):
-        out, lse = _varlen_fwd_impl(q, k, v, cu_q, cu_k, used_q, used_k, max_q, max_k, softmax_scale, causal,
-                                    causal_offset, local_offset, softcap, sink, backend, -1)
-        ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, used_q, used_k, sink)
-        ctx.args = (max_q, max_k, softmax_scale, causal, causal_offset, local_offset, softcap)
-        ctx.flags = (deterministic, backend)
-        ctx.mark_non_differentiable(lse)
+        inputs = (q, k, v, cu_q, cu_k, used_q, used_k, max_q, max_k, softmax_scale, causal, causal_offset,
+                  local_offset, softcap, sink, deterministic, backend)
+        out, lse = _varlen_fwd_impl(*inputs[:15], backend, -1)
+        _varlen_save(ctx, inputs, out, lse)
         return out, lse
 
     @staticmethod
@@ -567,11 +574,7 @@ class _EagerVarlen(torch.autograd.Function):
         else:
             dq, dk, dv, dsink = _varlen_bwd_impl(dout, q, k, v, out, lse, cu_q, cu_k, used_q, used_k, *ctx.args,
                                                  sink, *ctx.flags)
-        grads = [None] * len(ctx.needs_input_grad)
-        grads[:3] = dq, dk, dv
-        if sink is not None and ctx.needs_input_grad[_VARLEN_SINK_INDEX]:
-            grads[_VARLEN_SINK_INDEX] = dsink
-        return tuple(grads)
+        return _varlen_input_grads(ctx, dq, dk, dv, dsink)
 
 
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q: int,
