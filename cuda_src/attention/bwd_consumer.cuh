@@ -17,8 +17,8 @@
 // The accumulators' columns are query rows here, so each thread needs LSE/dPsum per column:
 // kBlockM/8 float2 loads each from the stage's stats rows in shared memory (bwd_softmax.cuh). Rows
 // past seqlen_q need no mask: their Q/dO rows arrive as zeros, their lse_log2 is +inf (P = 0) and
-// their dPsum 0. Keys past seqlen_k and causal
-// exclusions are masked explicitly (a zero K row would still give P = exp2(-lse) != 0).
+// their dPsum 0. Keys past seqlen_k and causal exclusions are masked explicitly (a zero K row would
+// still give P = exp2(-lse) != 0).
 //
 // dS^T buffers: when a dQ tile sums over all keys (kDqAllKeys) each warpgroup's dQ reads both
 // warpgroups' rows, so the tile is double-buffered: block m + 2 rewrites buffer m % 2 only after both
@@ -29,7 +29,7 @@
 // registers go, and the stage is released once dS^T is formed (dQ reads neither Q, dO nor the stats);
 // without dQ the dS^T stmatrix, its barriers, the dQ wgmma and the hand-off to the writer warp go
 // (the writer warp does not run, so kDqEmpty/kDqFull have no participant left). Either way each
-// consumer warp arrives on empty(s) exactly once per query block.
+// consumer thread arrives on empty(s) exactly once per query block.
 #pragma once
 #include "../ptx/math.cuh"
 #include "../ptx/mbarrier.cuh"

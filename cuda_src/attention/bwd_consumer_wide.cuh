@@ -19,7 +19,7 @@
 // Variants (bwd_config.cuh): without dK/dV there is no sP (no P^T stores, no dV/dK wgmmas, no dK/dV
 // registers), and the stage is released once dS^T is formed (dQ reads sdS and K only); without
 // dQ the dQ wgmma and the reductions (with their turn barriers) go, while sdS and kDsFull stay for
-// dK. Either way each consumer warp arrives on empty(s) exactly once per query block.
+// dK. Either way each consumer thread arrives on empty(s) exactly once per query block.
 #pragma once
 #include "../ptx/gmem.cuh"
 #include "../ptx/mbarrier.cuh"

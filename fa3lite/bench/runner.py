@@ -9,8 +9,8 @@ times pooled: the GPU's clock drifts by up to ~10% over seconds under load, and 
 the drift hit every implementation of a cell alike instead of whichever ran in a slow stretch.
 fa3lite (default and deterministic backward alike) is also checked once per (head dim, mask) at a
 length that is no multiple of any tile (ODD_SEQLEN); a wrong answer there marks the cells of that
-head dim and mask WRONG. A failure of one implementation on one cell (exception, OOM, wrong answer) never stops the
-others; a CUDA fault (the context is lost) stops all.
+head dim and mask WRONG. A failure of one implementation on one cell (exception, OOM, wrong answer)
+never stops the others; a CUDA fault (the context is lost) stops all.
 The timer is injected, so the orchestration runs on the CPU in tests with a fake timer.
 """
 from __future__ import annotations
@@ -348,8 +348,8 @@ class GridRunner(CaseRunner):
             impl, mode, _ = jobs[n]
             if pooled:
                 self._emit(out, _measurement(impl, cell, mode, OK, Stats.of(pooled)))
-            else:
-                self._emit(out, _measurement(impl, cell, mode, SKIPPED, reason=self.fatal or TIME_BUDGET_REASON))
+            else:   # a job left untimed: a CUDA fault came before its first round
+                self._emit(out, _measurement(impl, cell, mode, SKIPPED, reason=self.fatal))
         for impl in live:
             self._advance(cell, impl.name)
         del sets, refs, jobs
