@@ -7,7 +7,8 @@ import pytest
 
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
 from fa3lite.runtime import cache
-from fa3lite.runtime.inspect import instructions, kernel_info, sass_text, spec_info
+from fa3lite.runtime.inspect import (instructions, kernel_info, overlap_window, sass_text,
+                                     spec_info)
 from fa3lite.hopper.common import OFFSET_LIMIT
 from fa3lite.hopper.combine import all_combine_variants
 from fa3lite.variants import (FWD_PARAMS, FWD_TILES, SOFTCAP_MAX_BLOCK_N, SOFTCAP_TILES, FwdTile, FwdVariant,
@@ -56,10 +57,8 @@ def assert_exp2s_under_the_pv_gemm(variant):
     """Overlapped mainloop: every exp2 of a key block's P sits between the loop's wait for S (the wait
     that lets one group, P.V, run on) and the wait for P.V, so MUFU works while P.V runs. ptxas had
     hoisted the P.V wait above all of them (fwd_consumer.cuh wait_pv_rescale_o)."""
-    ops = instructions(sass_text(cache.get(variant.spec()).cubin))
-    s_ready = next(i for i, op in enumerate(ops) if op.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1"))
-    pv_ready = next(i for i in range(s_ready + 1, len(ops)) if ops[i].startswith("WARPGROUP.DEPBAR"))
-    between = sum(op.startswith("MUFU.EX2") for op in ops[s_ready:pv_ready])
+    window = overlap_window(instructions(sass_text(cache.get(variant.spec()).cubin)))
+    between = sum(op.startswith("MUFU.EX2") for op in window)
     assert between >= variant.block_n // 2, (between, variant.block_n)
 
 

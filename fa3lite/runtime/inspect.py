@@ -60,6 +60,15 @@ def instructions(sass: str) -> list[str]:
     return [m.group(1).strip() for m in map(_INSTRUCTION.match, sass.splitlines()) if m]
 
 
+def overlap_window(ops: list[str]) -> list[str]:
+    """Of `instructions`' output: those from the first partial wgmma wait ('WARPGROUP.DEPBAR.LE
+    gsb0, 0x1': one GEMM done, the one issued after it still running) to the next wgmma wait, i.e.
+    what the warpgroup does while that GEMM is in flight."""
+    start = next(i for i, op in enumerate(ops) if op.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1"))
+    end = next(i for i in range(start + 1, len(ops)) if ops[i].startswith("WARPGROUP.DEPBAR"))
+    return ops[start:end]
+
+
 def opcode_counts(sass: str) -> dict[str, int]:
     """Opcode (with modifiers, e.g. 'HGMMA.64x128x16.F32.BF16') -> count; also the bare opcode."""
     counts: collections.Counter[str] = collections.Counter()
