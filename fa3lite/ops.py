@@ -376,13 +376,19 @@ def _c_apply(function):
     return entry.__get__(None, function) if entry is not None else None
 
 
-_eager_c_apply = _c_apply(_EagerAttention)
+def _fast_apply(function):
+    """``function.apply`` through its C entry where there is one and no functorch transform is active."""
+    entry = _c_apply(function)
+
+    def apply(*args):
+        if entry is None or torch._C._are_functorch_transforms_active():
+            return function.apply(*args)
+        return entry(*args)
+
+    return apply
 
 
-def _eager_apply(*args):
-    if _eager_c_apply is None or torch._C._are_functorch_transforms_active():
-        return _EagerAttention.apply(*args)
-    return _eager_c_apply(*args)
+_eager_apply = _fast_apply(_EagerAttention)
 
 
 def autograd_needed(q, k, v, sink=None) -> bool:
@@ -577,6 +583,9 @@ class _EagerVarlen(torch.autograd.Function):
         return _varlen_input_grads(ctx, dq, dk, dv, dsink)
 
 
+_eager_varlen_apply = _fast_apply(_EagerVarlen)
+
+
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q: int,
                      max_seqlen_k: int, softmax_scale: float, causal: bool, causal_offset: int,
                      local_offset: int | None, softcap: float, sink, deterministic: bool, backend: str,
@@ -592,7 +601,7 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, 
                                     max_seqlen_k, softmax_scale, causal, causal_offset, local_offset, softcap, sink,
                                     backend, num_splits, pack_group)
         if num_splits == -1 and pack_group == 1:
-            return _EagerVarlen.apply(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
+            return _eager_varlen_apply(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
                                       max_seqlen_k, softmax_scale, causal, causal_offset, local_offset, softcap, sink,
                                       deterministic, backend)
     return torch.ops.fa3lite.varlen_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,

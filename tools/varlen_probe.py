@@ -1,5 +1,5 @@
 """Why the bench's varlen forward rows read lower than a direct timing (RESULTS sections 22, 23):
-the bench's packed batch (tools/varlen_ab.py LENGTHS) and its dense comparator, forward only, timed
+the bench's packed batch (feature_cases.varlen_lengths) and its dense comparator, forward only, timed
 four ways -- per-call CUDA events (as fa3lite.bench.timing.CudaTimer) or one event pair around
 --reps calls; inputs requiring grad or not -- next to the host time of one call (calls issued back
 to back, CudaTimer.host_time) and the GPU time of its kernels (torch.profiler).
@@ -10,9 +10,10 @@ import torch
 
 from fa3lite import flash_attn_func, flash_attn_varlen_func
 from fa3lite.bench import timing
+from fa3lite.bench.feature_cases import varlen_lengths
 from fa3lite.bench.flops import band_flops
 
-LENGTHS = (3970, 2089, 3616, 2234, 677, 1572, 2226)
+LENGTHS = varlen_lengths(16384)   # the bench's packed batch
 WIDTH = 2048
 
 
