@@ -3,10 +3,11 @@ one JSON line per (mode, d, causal, S) with TFLOP/s.
 
 Meant to be run alternately on two source trees (tools/ab_round.sh), so that clock drift between
 runs hits both alike; the bench (python -m fa3lite.bench) stays the tool of record for results.
+Modes: fwd, bwd, det (the backward with deterministic=True).
 Cells: d in --head-dim x {full, causal} x S in --seqlen, bf16, 16k tokens a batch, width 2048;
 inputs rotated past L2 and timed with fa3lite.bench.timing (CUDA events around each call).
 
-    python3 tools/ab_time.py --tag after [--head-dim 64,128,256] [--seqlen 1k,4k,16k] [--mode fwd,bwd]
+    python3 tools/ab_time.py --tag after [--head-dim 64,128,256] [--seqlen 1k,4k,16k] [--mode fwd,bwd,det]
 """
 import argparse
 import json
@@ -32,13 +33,14 @@ def cell(d: int, causal: bool, s: int, modes, timer) -> list[dict]:
         if mode == "fwd":
             def step(i):
                 flash_attn_func(*sets[i][:3], causal=causal)
-        else:
-            outs = [flash_attn_func(*st[:3], causal=causal) for st in sets]
+        else:   # "bwd", or "det": the backward with deterministic=True
+            det = mode == "det"
+            outs = [flash_attn_func(*st[:3], causal=causal, deterministic=det) for st in sets]
 
             def step(i):
                 torch.autograd.grad(outs[i], sets[i][:3], sets[i][3], retain_graph=True)
         ms = timing.Stats.of(timer.time(step, n)).median
-        fl = flops.attention_flops(b, h, s, s, d, causal, mode)
+        fl = flops.attention_flops(b, h, s, s, d, causal, "fwd" if mode == "fwd" else "bwd")
         out.append({"mode": mode, "d": d, "causal": causal, "S": s, "ms": ms, "tflops": flops.tflops(fl, ms)})
     return out
 

@@ -2,9 +2,10 @@
 // passes the macros; every other bwd_* file reads the constants below, never the macros.
 //
 // One CTA owns kBlockN key rows of one (query head, batch) and walks the query blocks that can see
-// them, kBlockM query rows at a time. Warpgroup 0 is the producer (TMA loads; warp 1 writes dQ, narrow);
-// consumer warpgroups 1 and 2 keep dK/dV in registers for the whole CTA and recompute S^T and dP^T
-// per query block. Two layouts of the consumer work:
+// them, kBlockM query rows at a time. Warpgroup 0 is the producer (TMA loads; warps 1-2 write dQ,
+// narrow, or keep the deterministic dQ turns, wide); consumer warpgroups 1 and 2 keep dK/dV in
+// registers for the whole CTA and recompute S^T and dP^T per query block. Two layouts of the
+// consumer work:
 //   D <= 128 ("narrow", bwd_consumer.cuh): each consumer warpgroup owns 64 of the 128 key rows with
 //            all D columns; P^T and dS^T stay in registers as the A operand of dV/dK.
 //   D = 256  ("wide", bwd_consumer_wide.cuh): 128 f32 columns of dK plus 128 of dV already fill a
@@ -106,10 +107,12 @@ enum class NamedBarrier : unsigned {
   kDqEmpty = 3,    // the writer's bulk reduce has read buffer 0; consumers may overwrite it
   kDsWg0 = 4,      // one warpgroup wrote its dS^T rows (row-split dQ: each reads only its own rows)
   kDsWg1 = 5,
-  kDqTurnWg0 = 6,  // wide, deterministic: this warpgroup's turn to add its dQ tile has come, and
-  kDqTurnWg1 = 7,  // then: all its threads' additions are done
+  kDqTurnWg0 = 6,  // wide, deterministic: the turn keeper saw this warpgroup's turn to add come
+  kDqTurnWg1 = 7,
   kDqFull1 = 8,    // kDqFull / kDqEmpty of dQ buffer 1
   kDqEmpty1 = 9,
+  kDqAddedWg0 = 10,  // wide, deterministic: every thread of this warpgroup issued its dQ additions
+  kDqAddedWg1 = 11,
 };
 
 __device__ __forceinline__ u32 dq_full_barrier(int buf) {
@@ -119,5 +122,13 @@ __device__ __forceinline__ u32 dq_empty_barrier(int buf) {
   return static_cast<u32>(buf == 0 ? NamedBarrier::kDqEmpty : NamedBarrier::kDqEmpty1);
 }
 constexpr unsigned kDqSyncThreads = kConsumerThreads + 32;   // consumers + one writer warp
+
+__device__ __forceinline__ u32 dq_turn_barrier(int wg) {
+  return static_cast<u32>(wg == 0 ? NamedBarrier::kDqTurnWg0 : NamedBarrier::kDqTurnWg1);
+}
+__device__ __forceinline__ u32 dq_added_barrier(int wg) {
+  return static_cast<u32>(wg == 0 ? NamedBarrier::kDqAddedWg0 : NamedBarrier::kDqAddedWg1);
+}
+constexpr unsigned kDqTurnThreads = kWarpgroupThreads + 32;  // one consumer warpgroup + its turn keeper
 
 }}}  // namespace fa3lite::attn::bwd

@@ -12,9 +12,9 @@
 //
 // sP/sdS are double-buffered like the narrow dS^T tile: buffer m % 2 is rewritten at block m + 2,
 // after both warpgroups passed kDsFull of block m + 1, which each reaches after its wgmmas of block
-// m completed. Deterministic mode: thread 0 of each warpgroup waits for the key block's turn on the
-// warpgroup's own counter, the warpgroup adds; in the next step, once its S^T/dP^T wgmmas are
-// issued, every thread fences and after a warpgroup barrier thread 0 passes the turn on.
+// m completed. Deterministic mode: the warpgroup adds when its turn keeper (a producer warp,
+// bwd_dq.cuh) has seen the key block's turn come on the warpgroup's own counter, and goes on; the
+// keeper waits for the additions and passes the turn on.
 //
 // Variants (bwd_config.cuh): without dK/dV there is no sP (no P^T stores, no dV/dK wgmmas, no dK/dV
 // registers), and the stage is released once dS^T is formed (dQ reads sdS and K only); without
@@ -45,29 +45,14 @@ __device__ __forceinline__ void add_dq_tile(float* dst, int wg, int tid, const f
   }
 }
 
-__device__ __forceinline__ u32 dq_turn_barrier(int wg) {
-  return static_cast<u32>(wg == 0 ? NamedBarrier::kDqTurnWg0 : NamedBarrier::kDqTurnWg1);
-}
-
 // This warpgroup's dQ tile of query block m into the global f32 accumulator; in deterministic mode
-// in the fixed key-block order of bwd_scheduler.cuh, once the turn counter says so. The additions
-// are only issued here: pass_dq_turn waits for them and passes the turn on.
+// in the fixed key-block order of bwd_scheduler.cuh, when the turn keeper says the turn has come
+// (bwd_dq.cuh). The additions are only issued here: the keeper waits for them, not the warpgroup.
 __device__ __forceinline__ void add_dq(const BwdParams& p, const BwdTile& t, int m, int wg, int tid,
                                        const float (&dq)[kDqN / 2]) {
-  if (p.deterministic) {
-    if (tid == 0) wait_turn(dq_turn_counter(p, t, m, wg), dq_turn(p, t, m));
-    named_barrier::sync(dq_turn_barrier(wg), kWarpgroupThreads);
-  }
+  if (p.deterministic) named_barrier::sync(dq_turn_barrier(wg), kDqTurnThreads);
   add_dq_tile(p.dq_accum + dq_block(p, t, m) * kDqBlockFloats, wg, tid, dq);
-}
-
-// Deterministic mode: once every thread's additions of block m are done in global memory, the next
-// key block's warpgroup may add. Called one step late, after the next block's S^T/dP^T wgmmas are
-// issued, so the wait for the round trip to L2 overlaps them instead of stalling the warpgroup.
-__device__ __forceinline__ void pass_dq_turn(const BwdParams& p, const BwdTile& t, int m, int wg, int tid) {
-  __threadfence();                                             // this thread's adds are done ...
-  named_barrier::sync(dq_turn_barrier(wg), kWarpgroupThreads);  // ... and every thread's
-  if (tid == 0) gmem::red_release_add(dq_turn_counter(p, t, m, wg), 1);
+  if (p.deterministic) named_barrier::arrive(dq_added_barrier(wg), kDqTurnThreads);
 }
 
 __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int wg,
@@ -87,7 +72,6 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
   if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
   RingPos<kStages> pos;
   int buf = 0;
-  int turn_pending = -1;   // deterministic: the query block whose turn this warpgroup has yet to pass on
   for (int m = t.m_begin; m < t.m_end; ++m) {
     const int s = pos.stage;
     float st[kWgQueries / 2];    // S^T, then P^T
@@ -112,10 +96,6 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
           dpt, kmajor_desc(sm.v(), kBlockN, kk), kmajor_desc(sm.dout(s) + q_col0 * kRowBytes, kBlockM, kk), kk > 0);
     }
     wgmma::commit_group();
-    if (kNeedDq && turn_pending >= 0) {
-      pass_dq_turn(p, t, turn_pending, wg, tid);
-      turn_pending = -1;
-    }
 
     wgmma::wait_group<1>();
     fence_regs(st);
@@ -174,15 +154,11 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
       release_stage(sm.empty(s));
     }
 
-    if constexpr (kNeedDq) {
-      add_dq(p, t, m, wg, tid, dq);
-      if (p.deterministic) turn_pending = m;
-    }
+    if constexpr (kNeedDq) add_dq(p, t, m, wg, tid, dq);
 
     buf ^= 1;
     pos.advance();
   }
-  if (kNeedDq && turn_pending >= 0) pass_dq_turn(p, t, turn_pending, wg, tid);
   if constexpr (kNeedDkv) bwd_store_dkv(p, t, key0, wg * kWgCols, tid, dk, dv);
 }
 

@@ -21,6 +21,16 @@
 //   writer b:  sync kDqFull(b); (deterministic: wait for its turn) bulk reduce; wait until read;
 //              arrive kDqEmpty(b) (not after the buffer's last block, which nobody waits for);
 //              (deterministic: wait until the adds are done, pass the turn on)
+//
+// Wide, deterministic: the consumers add from registers, and the turn counters are kept by one warp
+// per consumer warpgroup wg (producer warpgroup, warp 1 + wg), so no consumer thread ever spins on a
+// counter or waits for its additions to reach global memory:
+//   keeper wg:    wait for the turn of block m; arrive kDqTurn(wg); sync kDqAdded(wg);
+//                 red.release the counter (the release covers the warpgroup's additions: they
+//                 precede the barrier, and a release is cumulative over what precedes it)
+//   consumers wg: sync kDqTurn(wg); red.global.add the tile; arrive kDqAdded(wg)
+// The keeper passes the turn on as soon as the additions are performed, while the consumers are
+// already on the next block.
 
 #pragma once
 #include "../ptx/bulk.cuh"
@@ -58,7 +68,8 @@ __device__ __forceinline__ void store_dq_tile(const BwdSmem& sm, int buf, int re
   }
 }
 
-// Deterministic mode: block until the turn counter of this query block reaches `turn`.
+// Deterministic mode: block until the turn counter of this query block reaches `turn`. The copies
+// and reductions that follow are ordered after the acquire (the bulk ones by the proxy fence).
 __device__ __forceinline__ void wait_turn(const i32* sem, int turn) {
 #ifdef FA3LITE_DEBUG
   for (u32 spins = 0; gmem::ld_acquire(sem) != turn; ++spins) {
@@ -104,6 +115,19 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem&
     }
   }
   if (leader) tma::wait_group<0>();
+}
+
+// Wide, deterministic: the turn keeper of consumer warpgroup wg (the hand-off at the top). Run by a
+// whole warp; lane 0 reads and advances the counters.
+__device__ __forceinline__ void bwd_dq_turn_keeper(const BwdParams& p, const BwdTile& t, int wg) {
+  const bool leader = threadIdx.x % 32 == 0;
+  for (int m = t.m_begin; m < t.m_end; ++m) {
+    if (leader) wait_turn(dq_turn_counter(p, t, m, wg), dq_turn(p, t, m));
+    __syncwarp();
+    named_barrier::arrive(dq_turn_barrier(wg), kDqTurnThreads);
+    named_barrier::sync(dq_added_barrier(wg), kDqTurnThreads);
+    if (leader) gmem::red_release_add(dq_turn_counter(p, t, m, wg), 1);
+  }
 }
 
 }}}  // namespace fa3lite::attn::bwd

@@ -1,7 +1,8 @@
 // Backward attention entry: shared-memory plan, barrier init, role dispatch. Nothing else.
 //   warpgroup 0, warp 0   producer: TMA loads of K/V once and the Q/dO/LSE/dPsum ring (bwd_producer.cuh)
 //   warpgroup 0, warps 1-2  dQ writers (D <= 128, variants with dQ), one per dQ buffer: bulk
-//                         reduce-add of each dQ tile into the f32 accumulator
+//                         reduce-add of each dQ tile into the f32 accumulator; D = 256,
+//                         deterministic: turn keepers, one per consumer warpgroup (bwd_dq.cuh)
 //   warpgroups 1, 2       consumers: dK/dV in registers, dQ per query block (bwd_consumer.cuh for
 //                         D <= 128, bwd_consumer_wide.cuh for D = 256; see bwd_config.cuh)
 #include "bwd_consumer.cuh"
@@ -39,6 +40,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
       if (warp::elect_one()) bwd_producer(p, sm, t);
     } else if constexpr (kNeedDq && kDqViaSmem) {
       if (warp <= kDqBuffers) bwd_dq_writer(p, sm, t, warp - 1);   // warps 1, 2: one per dQ buffer
+    } else if constexpr (kNeedDq) {
+      if (p.deterministic && warp <= kConsumerWarpgroups) bwd_dq_turn_keeper(p, t, warp - 1);
     }
   } else {
     warpgroup::setmaxnreg_inc<kConsumerRegs>();
