@@ -8,7 +8,7 @@
 //   dV  += P^T dO            RS wgmma m64nD, A = P^T straight from the S^T registers (same layout),
 //                            B = dO tile read MN-major (trans-b); issued before dP^T is waited for
 //                            (kEarlyDv: not with softcap, whose P^T comes with dS^T)
-//   dK  += dS^T Q            RS wgmma m64nD, B = Q tile MN-major
+//   dK  += dS^T Q            RS wgmma m64nD, B = Q tile MN-major; issued after dQ's (kDkAfterDq)
 //   dQ   = dS K              dS^T goes to smem [key row][query]; that is dS stored M-major, so the
 //                            SS wgmma reads it with trans-a and K with trans-b (both MN-major).
 //                            Which part of dQ a warpgroup computes: bwd_config.cuh (kDqSplitRows,
@@ -46,6 +46,20 @@
 #include "pipeline.cuh"
 
 namespace fa3lite { namespace attn { namespace bwd {
+
+// dK's wgmma goes after dQ's: groups complete in order, so the warpgroup waits for dQ alone and
+// stores it while dK runs (the tensor pipe is otherwise idle for the store). Not with softcap: D =
+// 128 causal then spills. Without dQ, or with softcap, dK goes out right after dV.
+constexpr bool kDkAfterDq = kNeedDq && kNeedDkv && !kSoftcap;
+
+// dK += dS^T Q: RS wgmmas, A = dS^T's packed registers, B = the stage's Q tile read MN-major.
+__device__ __forceinline__ void issue_dk(float (&dk)[kWgCols / 2], const u32 (&dsa)[kBlockM / 16][4], u32 q_tile) {
+#pragma unroll
+  for (int kk = 0; kk < kBlockM / 16; ++kk) {
+    wgmma::mma<kWgCols, Element>::template rs<1>(dk, dsa[kk], mnmajor_desc(q_tile, kBlockM, kk), 1);
+  }
+  wgmma::commit_group();
+}
 
 __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int wg,
                                              int tid) {
@@ -122,24 +136,20 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
 
     if constexpr (kNeedDkv) {
       wgmma::fence();
-      if constexpr (!kEarlyDv) {   // softcap: P^T only exists after step 2
+      if constexpr (!kEarlyDv) {   // 128-query steps, softcap: dV after dS^T (see kEarlyDv)
         u32 pa[kBlockM / 16][4];
         pack_fragments<kBlockM>(st, pa);
 #pragma unroll
         for (int kk = 0; kk < kBlockM / 16; ++kk) {
           wgmma::mma<kWgCols, Element>::template rs<1>(dv, pa[kk], mnmajor_desc(sm.dout(s), kBlockM, kk), 1);
         }
+        wgmma::commit_group();
       }
-#pragma unroll
-      for (int kk = 0; kk < kBlockM / 16; ++kk) {
-        wgmma::mma<kWgCols, Element>::template rs<1>(dk, dsa[kk], mnmajor_desc(sm.q(s), kBlockM, kk), 1);
-      }
-      wgmma::commit_group();
+      if constexpr (!kDkAfterDq) issue_dk(dk, dsa, sm.q(s));
     }
 
-    float dq[kDqN / 2];
     if constexpr (kNeedDq) {
-      // dS^T to shared memory (overlaps the dV/dK wgmmas, which only read these registers).
+      // dS^T to shared memory (overlaps the dV wgmma, which only reads P^T's registers).
       const u32 ds_tile = sm.ds(ds_buf);
       stmatrix_fragments<kBlockM>(ds_tile, wg * kWgKeys, 0, tid, dsa);
       fence::proxy_async_smem();
@@ -157,6 +167,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       const u32 ds_a = ds_tile + (kDqSplitRows ? wg * kBlockN * kRowBytes : 0) + key_row0 * kRowBytes;
       const u32 k_b = sm.k() + (kDqSplitCols ? wg * (kDqN / kSwizzleCols) * kBlockN * kRowBytes : 0) +
                       key_row0 * kRowBytes;
+      float dq[kDqN / 2];
       wgmma::fence();
 #pragma unroll
       for (int kk = 0; kk < kDqWgmmaK / 16; ++kk) {
@@ -164,17 +175,9 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
                                                      mnmajor_desc(k_b, kBlockN, kk), kk > 0);
       }
       wgmma::commit_group();
-    }
-    wgmma::wait_group<0>();
-    if constexpr (kNeedDq) fence_regs(dq);
-    if constexpr (kNeedDkv) {
-      fence_regs(dv);
-      fence_regs(dk);
-      // Q and dO of this stage are no longer read (the dV/dK wgmmas that read them completed).
-      release_stage(sm.empty(s));
-    }
-
-    if constexpr (kNeedDq) {
+      if constexpr (kDkAfterDq) issue_dk(dk, dsa, sm.q(s));
+      wgmma::wait_group<kDkAfterDq ? 1 : 0>();   // dQ (dK may still run)
+      fence_regs(dq);
       // dQ tile to smem for the writer warp of its buffer (bwd_dq.cuh); the buffers alternate.
       const int dq_buf = (m - t.m_begin) % kDqBuffers;
       if (m - t.m_begin >= kDqBuffers) named_barrier::sync(dq_empty_barrier(dq_buf), kDqSyncThreads);
@@ -182,6 +185,13 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       fence::proxy_async_smem();
       named_barrier::arrive(dq_full_barrier(dq_buf), kDqSyncThreads);
       if (kDsBuffers == 2) ds_buf ^= 1;
+    }
+    if constexpr (kNeedDkv) {
+      wgmma::wait_group<0>();
+      fence_regs(dv);
+      fence_regs(dk);
+      // Q and dO of this stage are no longer read (the dV/dK wgmmas that read them completed).
+      release_stage(sm.empty(s));
     }
     pos.advance();
   }
