@@ -114,7 +114,9 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem&
       gmem::red_release_add(dq_turn_counter(p, t, m, 0), 1);   // ... before the next key block may add
     }
   }
-  if (leader) tma::wait_group<0>();
+  // No wait for the last adds to complete: the CTA may exit once its tiles were read from shared
+  // memory (above, per block), as a TMA-store epilogue does; the adds land before the kernel ends,
+  // which is all the postprocess needs. Waiting would hold the SM for a round trip to L2.
 }
 
 // Wide, deterministic: the turn keeper of consumer warpgroup wg (the hand-off at the top). Run by a

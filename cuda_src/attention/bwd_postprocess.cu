@@ -1,7 +1,10 @@
 // Backward postprocess: dQ = softmax_scale * (f32 accumulator), converted to the input dtype and
 // moved from the main kernel's fragment order (see bwd_dq.cuh) to (B, Sq, H, D) contiguous (varlen:
 // each sequence's rows of the packed (total_q, H, D) dq).
-// One thread per float4 of the accumulator: two column pairs, rows r and r + 8.
+// One CTA per query block: the block's float4s are read in order (each holds two column pairs, of
+// rows r and r + 8), scaled and converted into a row-major tile in shared memory, and the tile's
+// rows go out in 16-byte stores, so every warp writes whole 32-byte sectors (a fragment-order
+// store of the pairs would write 16 bytes per row and sector).
 #include "../ptx/math.cuh"
 #include "../ptx/types.cuh"
 
@@ -23,7 +26,6 @@ struct PostParams {
   u16* dq;                  // (B, Sq, H, D) contiguous, or varlen (total_q, H, D)
   const i32* cu_seqlens_q;  // varlen: (B + 1,) row offsets of the packed dq, else null
   const i32* seqused_q;     // varlen: (B,) or null
-  i64 total;                // number of float4 in dq_accum
   i32 seqlen_q;
   i32 num_heads;
   i32 num_m_blocks;
@@ -48,6 +50,10 @@ constexpr int kDqN = !kDqSplitRows && kHeadDim >= 128 ? kHeadDim / 2 : kHeadDim;
 constexpr int kDqChunks = kDqN / 8;
 constexpr int kBlockF4 = kBlockM * kHeadDim / 4;
 constexpr int kBlockThreads = 256;
+// Tile rows padded by 16 bytes: the 8 rows one warp's pairs fall in then start 4 banks apart, so the
+// u32 stores into the tile are conflict-free; rows stay 16-byte aligned for the vector reads.
+constexpr int kTileRowBytes = kHeadDim * 2 + 16;
+constexpr int kRowChunks = kHeadDimReal / 8;   // 16-byte chunks of one dq row
 
 }}}  // namespace fa3lite::attn::bwd
 
@@ -55,38 +61,45 @@ using namespace fa3lite::attn::bwd;
 
 extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_postprocess(
     const __grid_constant__ PostParams p) {
-  const i64 idx = static_cast<i64>(blockIdx.x) * kBlockThreads + threadIdx.x;
-  if (idx >= p.total) return;
-  const int f = idx % kBlockF4;
-  const i64 blk = idx / kBlockF4;            // (b * H + h) * num_m_blocks + m
+  __shared__ __align__(16) unsigned char tile[kBlockM * kTileRowBytes];
+  const i64 blk = blockIdx.x;                // (b * H + h) * num_m_blocks + m
   const int m = blk % p.num_m_blocks;
   const i64 bh = blk / p.num_m_blocks;
   const int h = bh % p.num_heads;
   const i64 b = bh / p.num_heads;
+  const float4* src = p.dq_accum + blk * kBlockF4;
 
-  const int t = f % 128;
-  const int chunk = f / 128;                 // g * kDqChunks + j
-  const int g = chunk / kDqChunks;
-  const int j = chunk % kDqChunks;
-  const int w = t / 32;
-  const int l = t % 32;
-  const int row = m * kBlockM + (kDqSplitRows ? 64 * g : 0) + 16 * w + l / 4;
-  const int col = (kDqSplitRows ? 0 : g * kDqN) + 8 * j + 2 * (l % 4);
+  for (int f = threadIdx.x; f < kBlockF4; f += kBlockThreads) {
+    const int t = f % 128;
+    const int chunk = f / 128;               // g * kDqChunks + j
+    const int g = chunk / kDqChunks;
+    const int j = chunk % kDqChunks;
+    const int w = t / 32;
+    const int l = t % 32;
+    const int row = (kDqSplitRows ? 64 * g : 0) + 16 * w + l / 4;
+    const int col = (kDqSplitRows ? 0 : g * kDqN) + 8 * j + 2 * (l % 4);
+    const float4 v = src[f];
+    unsigned char* at = tile + row * kTileRowBytes + col * 2;
+    *reinterpret_cast<u32*>(at) = math::pack(v.x * p.scale, v.y * p.scale, Element{});
+    *reinterpret_cast<u32*>(at + 8 * kTileRowBytes) = math::pack(v.z * p.scale, v.w * p.scale, Element{});
+  }
+  __syncthreads();
 
-  const float4 v = p.dq_accum[idx];
   int seqlen_q = p.seqlen_q;
   i64 first_row = b * p.seqlen_q;            // the sequence's first row of dq
   if (p.cu_seqlens_q != nullptr) {
     first_row = p.cu_seqlens_q[b];
     seqlen_q = p.seqused_q != nullptr ? p.seqused_q[b] : p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
   }
-  if (col >= kHeadDimReal) return;           // a padding column: not in dq
   const i64 row_stride = static_cast<i64>(p.num_heads) * kHeadDimReal;
-  const i64 base = (first_row + row) * row_stride + static_cast<i64>(h) * kHeadDimReal + col;
-  if (row < seqlen_q) {
-    *reinterpret_cast<u32*>(p.dq + base) = math::pack(v.x * p.scale, v.y * p.scale, Element{});
-  }
-  if (row + 8 < seqlen_q) {
-    *reinterpret_cast<u32*>(p.dq + base + 8 * row_stride) = math::pack(v.z * p.scale, v.w * p.scale, Element{});
+  // Only the real columns go out (96 / 192 ran padded); rows past the sequence are not in dq.
+  for (int c = threadIdx.x; c < kBlockM * kRowChunks; c += kBlockThreads) {
+    const int r = c / kRowChunks;
+    const int q = c % kRowChunks;
+    const int row = m * kBlockM + r;
+    if (row < seqlen_q) {
+      const uint4 v = *reinterpret_cast<const uint4*>(tile + r * kTileRowBytes + q * 16);
+      *reinterpret_cast<uint4*>(p.dq + (first_row + row) * row_stride + static_cast<i64>(h) * kHeadDimReal + q * 8) = v;
+    }
   }
 }

@@ -76,7 +76,7 @@ PRE_PARAMS = ParamStruct("fa3lite::attn::bwd::PreParams", (
 ))
 
 POST_PARAMS = ParamStruct("fa3lite::attn::bwd::PostParams", (
-    ("dq_accum", "ptr"), ("dq", "ptr"), ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"), ("total", "i64"),
+    ("dq_accum", "ptr"), ("dq", "ptr"), ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"),
     ("seqlen_q", "i32"), ("num_heads", "i32"), ("num_m_blocks", "i32"), ("scale", "f32"),
 ))
 
@@ -252,6 +252,11 @@ def _zeros(t: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(t, memory_format=torch.contiguous_format)
 
 
+def post_grid(query_blocks: int) -> tuple[int, int, int]:
+    """The postprocess's grid: one CTA per query block of the dQ accumulator (bwd_postprocess.cu)."""
+    return (query_blocks, 1, 1)
+
+
 def _ptr(t) -> int:
     """Device address of a buffer, 0 for one not allocated (a gradient that is not computed)."""
     return t.data_ptr() if t is not None else 0
@@ -384,9 +389,8 @@ class _BwdPlan:
             num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset, local_offset=local_offset,
             deterministic=int(deterministic), softmax_scale=softmax_scale,
             **score_scales(softmax_scale, softcap))
-        total = self.accum // 4
-        self.post_grid = (-(-total // _AUX_THREADS), 1, 1)
-        self.post_params = POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0, total=total, seqlen_q=Sq, num_heads=Hq,
+        self.post_grid = post_grid(B * Hq * m_blocks)
+        self.post_params = POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq, num_heads=Hq,
                                             num_m_blocks=m_blocks, scale=softmax_scale)
         es, at = q.element_size(), BWD_PARAMS.offsets
         self.maps = tuple(

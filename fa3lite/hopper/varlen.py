@@ -290,9 +290,8 @@ class _VarlenBwdPlan:
             seqlen_q=0, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks, num_n_blocks=n_blocks,
             causal_offset=causal_offset, local_offset=local_offset, deterministic=int(deterministic),
             softmax_scale=softmax_scale, **score_scales(softmax_scale, softcap))
-        total = self.accum // 4
-        self.post_grid = (-(-total // bwd._AUX_THREADS), 1, 1)
-        self.post_params = bwd.POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0, total=total,
+        self.post_grid = bwd.post_grid(batch * Hq * m_blocks)
+        self.post_params = bwd.POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0,
                                                 seqlen_q=0, num_heads=Hq, num_m_blocks=m_blocks, scale=softmax_scale)
         at = bwd.BWD_PARAMS.offsets
         self.maps = tuple(
