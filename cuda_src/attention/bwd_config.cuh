@@ -113,6 +113,7 @@ enum class NamedBarrier : unsigned {
   kDqEmpty1 = 9,
   kDqAddedWg0 = 10,  // wide, deterministic: every thread of this warpgroup issued its dQ additions
   kDqAddedWg1 = 11,
+  kEpilogue = 12,    // both consumer warpgroups are past their last wgmma / staged their dK, dV
 };
 
 __device__ __forceinline__ u32 dq_full_barrier(int buf) {

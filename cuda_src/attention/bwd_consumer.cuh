@@ -195,7 +195,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     }
     pos.advance();
   }
-  if constexpr (kNeedDkv) bwd_store_dkv(p, t, key0, 0, tid, dk, dv);
+  if constexpr (kNeedDkv) bwd_store_dkv(p, sm, t, wg * kWgKeys, 0, wg, tid, dk, dv);
 }
 
 }}}  // namespace fa3lite::attn::bwd

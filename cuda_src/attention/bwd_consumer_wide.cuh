@@ -159,7 +159,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
     buf ^= 1;
     pos.advance();
   }
-  if constexpr (kNeedDkv) bwd_store_dkv(p, t, key0, wg * kWgCols, tid, dk, dv);
+  if constexpr (kNeedDkv) bwd_store_dkv(p, sm, t, 0, wg * kWgCols, wg, tid, dk, dv);
 }
 
 }}}  // namespace fa3lite::attn::bwd

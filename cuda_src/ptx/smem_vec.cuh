@@ -15,4 +15,16 @@ __device__ __forceinline__ void ld_v2_f32(u32 addr, float& a, float& b) {
   asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(a), "=f"(b) : "r"(addr) : "memory");
 }
 
+// Store 4 bytes (a packed pair of 16-bit values); addr must be 4-byte aligned.
+__device__ __forceinline__ void st_u32(u32 addr, u32 v) {
+  asm volatile("st.shared.u32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+}
+
+// Load 16 bytes; addr must be 16-byte aligned.
+__device__ __forceinline__ uint4 ld_v4(u32 addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+  return v;
+}
+
 }}  // namespace fa3lite::smem_vec
