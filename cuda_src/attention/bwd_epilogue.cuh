@@ -2,7 +2,7 @@
 // from key0, columns from col0) in wgmma accumulator order. Rows past the sequence's seqlen_k are
 // not written, nor padding columns. dK carries the softmax scale (dS is the gradient of the scaled
 // scores).
-//   16-bit dK/dV (bwd_store_dkv_staged): the accumulators, converted, go into row-major tiles in the
+//   16-bit dK/dV (stage_block, copy_out): the accumulators, converted, go into row-major tiles in the
 //     K and V buffers (free once both warpgroups' last wgmmas completed: a consumer barrier), 16-byte
 //     chunks XOR row % 8 so the quad-wise pair stores are conflict-free; then all consumer threads
 //     copy whole rows out in 16-byte stores. Stored straight from the fragments, each warp store
