@@ -64,6 +64,14 @@ def test_bwd_variant_resources_and_sass(variant):
     if not need_dkv:
         # dK/dV are the only plain global stores (dQ goes through reductions)
         assert not any(op.startswith("STG") for op in sass), sorted(sass)
+    elif not variant.dkv_f32 and not variant.varlen:
+        # 16-bit dK/dV leave through the staged tiles in whole-row 16-byte stores (bwd_epilogue.cuh)
+        assert {op for op in sass if op.startswith("STG.")} == {"STG.E.128"}, sorted(sass)
+    # GPU-scope fences: the one release that passes a deterministic dQ turn on (the dQ writer's, or
+    # wide the turn keeper's: no consumer thread fences its reductions) and, varlen, the one that
+    # publishes the sequence's tensor maps
+    assert "MEMBAR.SC.GPU" not in sass
+    assert sass.get("MEMBAR.ALL.GPU", 0) == int(need_dq) + int(variant.varlen)
     # S^T and dP^T (D/16 k-steps each), dV and dK (kBlockM/16 each), dQ (the keys one warpgroup sums)
     d, m, n = variant.kernel_dim, variant.block_m, variant.block_n
     dq_steps = n // 16 if d >= 128 or m == 128 else n // 32   # all keys, or a partial over its own
