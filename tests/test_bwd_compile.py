@@ -6,8 +6,8 @@ import torch
 
 from fa3lite.hopper import bwd as hopper_bwd
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
-from fa3lite.runtime.inspect import (instructions, kernel_info, opcode_counts, overlap_window, sass_text,
-                                     spec_info)
+from fa3lite.runtime.inspect import (instructions, kernel_info, mask_select_runs, opcode_counts, overlap_window,
+                                     sass_text, spec_info)
 
 
 @pytest.fixture(autouse=True)
@@ -170,6 +170,19 @@ def test_early_dv_keeps_the_exp2s_under_the_dp_wgmma(head_dim, causal):
     assert any(op.startswith("HGMMA") for op in window)   # dV's wgmmas issue there
 
 
+@pytest.mark.parametrize("softcap", [False, True], ids=["plain", "softcap"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+def test_masked_block_is_branch_free(head_dim, causal, softcap):
+    """The mask of a boundary block hides a thread's whole S^T fragment in one straight run of
+    selects. Written as a short-circuit test per entry it compiled into divergent branches around
+    each select, and a masked block cost as much as two unmasked ones (RESULTS 25)."""
+    v = hopper_bwd.BwdVariant(head_dim, "bf16", causal, softcap=softcap)
+    entries = v.block_m // 4 if v.wide else v.block_m // 2
+    runs = mask_select_runs(instructions(sass_text(compile_spec(v.spec()).cubin)))
+    assert runs and all(r >= entries for r in runs), runs
+
+
 def test_params_and_smem_layout_are_asserted_in_the_kernel():
     spec = hopper_bwd.BwdVariant(64, "fp16", True).spec()
     for name in ("FA3LITE_PARAMS_SIZE", "FA3LITE_SMEM_BYTES"):
@@ -182,3 +195,19 @@ def test_params_and_smem_layout_are_asserted_in_the_kernel():
 def test_unsupported_head_dim_is_a_clear_error():
     with pytest.raises(ValueError, match="head_dim"):
         hopper_bwd.BwdVariant(80, "bf16", False)
+
+
+@pytest.mark.parametrize("seqlen,head_dim,heads,expected", [
+    (1024, 64, 512, 32),      # 512 KB of Q, dO and dQ rows a head: 25 MB (half of L2) holds 50 -> 32
+    (1024, 128, 256, 16),     # 1 MB a head
+    (16384, 128, 16, 1),      # 16 MB a head: one at a time
+    (1024, 64, 4, 4),         # never more than there are heads
+])
+def test_lpt_heads_fit_half_of_l2(monkeypatch, seqlen, head_dim, heads, expected):
+    """The causal launch order's head groups (bwd_scheduler.cuh): a power of two, their Q, dO and f32
+    dQ rows within half of L2, at most the number of heads."""
+    monkeypatch.setattr(hopper_bwd, "_l2_bytes", lambda device: 50 * 2**20)
+    q = torch.empty(1, seqlen, 1, head_dim, dtype=torch.bfloat16, device="meta")
+    got = hopper_bwd.lpt_heads(q, q, heads)
+    assert got == expected
+    assert got & (got - 1) == 0

@@ -7,7 +7,7 @@ import pytest
 
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
 from fa3lite.runtime import cache
-from fa3lite.runtime.inspect import (instructions, kernel_info, overlap_window, sass_text,
+from fa3lite.runtime.inspect import (instructions, kernel_info, mask_select_runs, overlap_window, sass_text,
                                      spec_info)
 from fa3lite.hopper.common import OFFSET_LIMIT
 from fa3lite.hopper.combine import all_combine_variants
@@ -51,6 +51,9 @@ def test_fwd_variant_resources_and_sass(variant):
     assert (sass.get("MUFU.TANH", 0) >= variant.block_n // 2) if variant.softcap else "MUFU.TANH" not in sass
     if variant.overlap:
         assert_exp2s_under_the_pv_gemm(variant)
+    # a boundary block's mask hides a thread's whole S fragment in one straight run of selects
+    runs = mask_select_runs(instructions(sass_text(cache.get(variant.spec()).cubin)))
+    assert runs and all(r >= variant.block_n // 2 for r in runs), runs
 
 
 def assert_exp2s_under_the_pv_gemm(variant):

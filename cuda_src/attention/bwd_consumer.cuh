@@ -44,6 +44,7 @@
 #include "bwd_softmax.cuh"
 #include "fragment.cuh"
 #include "pipeline.cuh"
+#include "trace.cuh"
 
 namespace fa3lite { namespace attn { namespace bwd {
 
@@ -83,6 +84,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     float dpt[kBlockM / 2];   // dP^T, then dS^T
 
     mbar::wait(sm.q_full(s), pos.phase);
+    if (wg == 0 && tid == 0 && m == t.m_begin) trace::mark(blockIdx.x, 2);
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
@@ -193,8 +195,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       // Q and dO of this stage are no longer read (the dV/dK wgmmas that read them completed).
       release_stage(sm.empty(s));
     }
+    if (wg == 0 && tid == 0 && m == t.m_begin) trace::mark(blockIdx.x, 6);
     pos.advance();
   }
+  if (wg == 0 && tid == 0) trace::mark(blockIdx.x, 3);
   if constexpr (kNeedDkv) bwd_store_dkv(p, sm, t, wg * kWgKeys, 0, wg, tid, dk, dv);
 }
 

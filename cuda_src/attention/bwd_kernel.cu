@@ -9,6 +9,7 @@
 #include "bwd_consumer_wide.cuh"
 #include "bwd_dq.cuh"
 #include "bwd_producer.cuh"
+#include "trace.cuh"
 
 using namespace fa3lite;
 using namespace fa3lite::attn::bwd;
@@ -20,6 +21,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
   const int wg = warpgroup::index();
 
   if (threadIdx.x == 0) {
+    trace::mark(blockIdx.x, 1);
+    trace::place(blockIdx.x, t.m_end - t.m_begin);
     mbar::init(sm.kv_full(), 1);
     for (int s = 0; s < kStages; ++s) {
       mbar::init(sm.q_full(s), 1);
@@ -39,7 +42,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
     if (warp == 0) {
       if (warp::elect_one()) bwd_producer(p, sm, t);
     } else if constexpr (kNeedDq && kDqViaSmem) {
-      if (warp <= kDqBuffers) bwd_dq_writer(p, sm, t, warp - 1);   // warps 1, 2: one per dQ buffer
+      if (warp <= kDqBuffers) {   // warps 1, 2: one per dQ buffer
+        bwd_dq_writer(p, sm, t, warp - 1);
+        if (warp == 1 && threadIdx.x % 32 == 0) trace::mark(blockIdx.x, 5);
+      }
     } else if constexpr (kNeedDq) {
       if (p.deterministic && warp <= kConsumerWarpgroups) bwd_dq_turn_keeper(p, t, warp - 1);
     }
@@ -50,5 +56,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
     } else {
       bwd_consumer(p, sm, t, wg - 1, threadIdx.x % kWarpgroupThreads);
     }
+    if (threadIdx.x % kWarpgroupThreads == 0) trace::mark(blockIdx.x, wg == 1 ? 4 : 7);
   }
 }

@@ -40,6 +40,7 @@ struct BwdParams {
   i32 local_offset;       // ... and j >= i + local_offset (kIsCausal; -2^30 without a window);
                           // kVarlen: both relative to each sequence's diagonal j = i + Sk - Sq
   i32 deterministic;      // nonzero: dQ contributions are added in key-block order
+  i32 lpt_heads;          // > 0: key blocks launched longest first in groups of this many heads (bwd_scheduler.cuh)
   float scale_log2;       // softmax_scale * log2(e); softcap * log2(e) with kSoftcap
   float softmax_scale;
   float softcap_scale;    // kSoftcap: softmax_scale / softcap, the factor inside the tanh

@@ -1,6 +1,10 @@
 // Backward tile scheduler: one CTA per (key block, query head, batch), flattened into blockIdx.x
-// (key block fastest) so grid y/z limits never apply. Key blocks of one head are adjacent, so
-// co-resident CTAs share the head's Q/dO in L2.
+// so grid y/z limits never apply. Key blocks of one head are adjacent (key block fastest), so
+// co-resident CTAs share the head's Q/dO in L2 -- except with p.lpt_heads (causal masks, not
+// deterministic): key block n sees the query blocks from about n on, so block 0 works longest, and
+// launched head by head the last wave would hold long CTAs that run on alone while the other SMs
+// idle. Within groups of lpt_heads heads (their Q, dO and dQ rows fit in L2 together; the host
+// sizes the group) every head's block 0 goes first, then every block 1, ...: the last CTAs are short.
 //
 // Deterministic mode adds each query block's dQ tiles in a fixed key-block order (dq_turn), and a
 // key block only ever waits for blocks launched before it (so for blocks that are resident or done:
@@ -54,12 +58,23 @@ __device__ __forceinline__ bool descending_turns(const BwdParams& p) { return kI
 // in descending order).
 __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
   const unsigned idx = blockIdx.x;
+  const unsigned blocks = p.num_n_blocks;
   BwdTile t;
-  const int slot = idx % p.num_n_blocks;
-  t.n_block = descending_turns(p) ? p.num_n_blocks - 1 - slot : slot;
-  const unsigned rest = idx / p.num_n_blocks;
-  t.head = rest % p.num_heads_q;
-  t.batch = rest / p.num_heads_q;
+  unsigned slot, head_batch;
+  if (p.lpt_heads > 0) {
+    const unsigned heads = gridDim.x / blocks;
+    const unsigned group_first = idx / (p.lpt_heads * blocks) * p.lpt_heads;   // the group's first head
+    const unsigned group_size = min(static_cast<unsigned>(p.lpt_heads), heads - group_first);
+    const unsigned r = idx - group_first * blocks;
+    slot = r / group_size;
+    head_batch = group_first + r % group_size;
+  } else {
+    slot = idx % blocks;
+    head_batch = idx / blocks;
+  }
+  t.n_block = descending_turns(p) ? blocks - 1 - slot : slot;
+  t.head = head_batch % p.num_heads_q;
+  t.batch = head_batch / p.num_heads_q;
   t.head_kv = t.head / p.head_group;
   if constexpr (kVarlen) {
     t.q_start = p.cu_seqlens_q[t.batch];

@@ -39,11 +39,20 @@ constexpr bool kLseInStep1 = !kSoftcap;
 // P^T's fragments next to dP^T then exceed the registers (ptxas spills and serialises the wgmmas).
 constexpr bool kEarlyDv = kNeedDkv && !kSoftcap && kBlockM == 64;
 
-// Whether key `key` is hidden from query `query` (the host keeps the offsets within +-2^30).
-__device__ __forceinline__ bool hidden(const SeqMask& mk, int key, int query) {
-  bool h = key >= mk.seqlen_k;
-  if (kIsCausal) h = h || key - query > mk.causal_offset || key - query < mk.local_offset;
-  return h;
+// Queries a key row sees, as columns of the tile from this thread's first (frag::hide_outside): key
+// `key` is visible to query i iff key < seqlen_k and (kIsCausal) key - causal_offset <= i <=
+// key - local_offset. first_query: the query of this thread's column 0.
+template <int N>
+__device__ __forceinline__ void hide_invisible(float (&st)[N / 2], const SeqMask& mk, int key_row0, i64 first_query) {
+  int lo[2], hi[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const i64 key = key_row0 + 8 * h;
+    const bool in = key < mk.seqlen_k;
+    lo[h] = kIsCausal ? frag::clamp_col(key - mk.causal_offset - first_query, N) : -1;
+    hi[h] = !in ? -1 : (kIsCausal ? frag::clamp_col(key - mk.local_offset - first_query, N) : N);
+  }
+  frag::hide_outside<N>(st, lo, hi);
 }
 
 // Step 1. key_row0: the thread's key row of accumulator half 0; query0: the tile's first query row.
@@ -60,12 +69,7 @@ __device__ __forceinline__ void probs_transposed(float (&st)[N / 2], const BwdPa
   for (int i = 0; i < N / 2; ++i) {
     st[i] = kSoftcap ? math::tanh(st[i] * p.softcap_scale) : fmaf(st[i], p.scale_log2, -lse[2 * (i >> 2) + (i & 1)]);
   }
-  if (masked) {
-#pragma unroll
-    for (int i = 0; i < N / 2; ++i) {
-      if (hidden(mk, key_row0 + 8 * frag::half(i), query0 + frag::col_base(tid) + frag::col(i))) st[i] = math::neg_inf();
-    }
-  }
+  if (masked) hide_invisible<N>(st, mk, key_row0, static_cast<i64>(query0) + frag::col_base(tid));
   if constexpr (!kSoftcap) {
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) st[i] = math::ex2(st[i]);

@@ -14,6 +14,7 @@
 #include "../ptx/smem_vec.cuh"
 #include "../ptx/wgmma.cuh"
 #include "fwd_epilogue.cuh"
+#include "trace.cuh"
 #include "fwd_mma.cuh"
 #include "mask.cuh"
 #include "pingpong.cuh"
@@ -152,11 +153,17 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
 
 // One tile: 64 query rows of this warpgroup against the tile's visible key blocks, then the epilogue.
 // q_round counts the CTA's tiles with visible keys (the parity of q_full / q_empty).
+// unit: the tile's index, under which a trace build records its events (trace.cuh).
 __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& sm, const Tile& t, int wg, int tid,
-                                             RingPos<kStages>& pos, u32& q_round) {
+                                             RingPos<kStages>& pos, u32& q_round, unsigned unit) {
   const Seq sq = seq_of(p, t.batch);
   if (kVarlen && t.m_block * kBlockM >= sq.seqlen_q) return;   // past the sequence's end: no work
   const KeyBlocks kb = key_blocks(p, sq, t);
+  const bool tracer = wg == 0 && tid == 0;
+  if (tracer) {
+    trace::mark(unit, 1);
+    trace::place(unit, kb.end - kb.begin);
+  }
   float o[kHeadDim / 2];
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.f;
@@ -173,6 +180,7 @@ __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& 
     const Pingpong pp{wg};
     pp.start();
     mbar::wait(sm.q_full(), q_round & 1u);
+    if (tracer) trace::mark(unit, 2);
     if constexpr (kOverlap) {
       mainloop_overlapped(p, sm, mask, q_wg, kb, tid, pp, pos, softmax, o);
     } else {
@@ -182,6 +190,7 @@ __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& 
     if constexpr (kSeparateO) release(sm.q_empty(), tid);
     ++q_round;
   }
+  if (tracer) trace::mark(unit, 3);
   float inv[2], lse[2];
   // A learnable sink adds exp(sink) to every row's denominator (log2 units here); with split keys
   // the combine adds it once, after the splits are merged.
@@ -189,6 +198,7 @@ __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& 
   const float sink_log2 = kSink && !partial ? p.sink[t.head] * math::kLog2e : math::neg_inf();
   softmax.finalize(p.scale_log2, sink_log2, inv, lse);
   fwd_epilogue(p, sm, t, sq, wg, tid, o, inv, lse, has_keys);
+  if (tracer) trace::mark(unit, 4);
 }
 
 __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& sm, int wg, int tid) {
@@ -197,10 +207,10 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& 
   if constexpr (kPersistent) {
 #pragma unroll 1
     for (int idx = blockIdx.x; idx < p.num_tiles; idx = consumer_next_tile(p, idx)) {
-      consume_tile(p, sm, tile_of(p, idx), wg, tid, pos, q_round);
+      consume_tile(p, sm, tile_of(p, idx), wg, tid, pos, q_round, idx);
     }
   } else {   // one tile per CTA: no loop state to keep live (it costs registers at the widest tiles)
-    consume_tile(p, sm, tile_of(p, blockIdx.x), wg, tid, pos, q_round);
+    consume_tile(p, sm, tile_of(p, blockIdx.x), wg, tid, pos, q_round, blockIdx.x);
   }
 }
 

@@ -4,6 +4,7 @@
 // Both roles walk the same tiles (scheduler.cuh) and keep their ring positions across tiles.
 #include "fwd_consumer.cuh"
 #include "fwd_producer.cuh"
+#include "trace.cuh"
 
 using namespace fa3lite;
 using namespace fa3lite::attn;
@@ -14,6 +15,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_fwd(const __gr
   const int wg = warpgroup::index();
 
   if (threadIdx.x == 0) {
+    trace::mark(blockIdx.x, 5);   // the CTA's start, recorded under its first tile
     mbar::init(sm.q_full(), 1);
     mbar::init(sm.q_empty(), kQEmptyArrivals);
     for (int s = 0; s < kStages; ++s) {

@@ -19,7 +19,8 @@ Up to three launches on torch's current stream:
      gradients need dpsum and lse_log2).
   2. main kernel (bwd_kernel.cu): one CTA per (key block, query head, batch) -- 128 key rows, or 64
      for D = 256 -- writes dK/dV and adds dQ contributions into a zeroed f32 accumulator
-     (B, Hq, m_blocks, block_m * D) in fragment order (cuda_src/attention/bwd_dq.cuh).
+     (B, Hq, m_blocks, block_m * D) in fragment order (cuda_src/attention/bwd_dq.cuh). Causal CTAs
+     are launched longest first within groups of heads sized to L2 (lpt_heads, bwd_scheduler.cuh).
   3. postprocess (bwd_postprocess.cu): dq = softmax_scale * accumulator in (B, Sq, Hq, D).
 need_dq / need_dkv pick a compiled variant (BwdVariant) that computes only those gradients: without
 dq there is no accumulator, no turn counters, no postprocess and no dQ work in the main kernel;
@@ -52,6 +53,7 @@ DTYPES = ("bf16", "fp16")
 STAGES = 2              # Q/dO ring depth (kStages)
 THREADS = 384           # producer + 2 consumer warpgroups
 _AUX_THREADS = 256      # block size of the pre/postprocess kernels
+L2_FALLBACK_BYTES = 50 * 2**20   # an H100's L2, where torch reports no size
 
 BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("dout", "tma"),
@@ -62,7 +64,8 @@ BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
     ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"), ("dout_row_bytes", "i64"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
     ("num_m_blocks", "i32"), ("num_n_blocks", "i32"), ("causal_offset", "i32"), ("local_offset", "i32"),
-    ("deterministic", "i32"), ("scale_log2", "f32"), ("softmax_scale", "f32"), ("softcap_scale", "f32"),
+    ("deterministic", "i32"), ("lpt_heads", "i32"), ("scale_log2", "f32"), ("softmax_scale", "f32"),
+    ("softcap_scale", "f32"),
 ))
 
 PRE_PARAMS = ParamStruct("fa3lite::attn::bwd::PreParams", (
@@ -257,6 +260,21 @@ def post_grid(query_blocks: int) -> tuple[int, int, int]:
     return (query_blocks, 1, 1)
 
 
+def lpt_heads(q: torch.Tensor, v: torch.Tensor, heads: int) -> int:
+    """Heads per group of the causal launch order (bwd_scheduler.cuh): a power of two whose Q, dO
+    and f32 dQ rows take at most half of L2, so the group's key-block CTAs, which all read them, mostly
+    hit in L2 while every head's longest block goes first."""
+    seqlen, d, dv = q.shape[1], q.shape[3], v.shape[3]
+    per_head = seqlen * (d * q.element_size() + dv * q.element_size() + d * 4)
+    fit = max(1, _l2_bytes(q.device) // 2 // max(per_head, 1))
+    return min(1 << (fit.bit_length() - 1), heads)
+
+
+@functools.cache
+def _l2_bytes(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).L2_cache_size or L2_FALLBACK_BYTES
+
+
 def _ptr(t) -> int:
     """Device address of a buffer, 0 for one not allocated (a gradient that is not computed)."""
     return t.data_ptr() if t is not None else 0
@@ -388,6 +406,7 @@ class _BwdPlan:
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
             num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset, local_offset=local_offset,
             deterministic=int(deterministic), softmax_scale=softmax_scale,
+            lpt_heads=lpt_heads(q, v, B * Hq) if banded and not deterministic else 0,
             **score_scales(softmax_scale, softcap))
         self.post_grid = post_grid(B * Hq * m_blocks)
         self.post_params = POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq, num_heads=Hq,

@@ -289,7 +289,7 @@ class _VarlenBwdPlan:
             dout_row_bytes=dout.stride(0) * es,
             seqlen_q=0, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks, num_n_blocks=n_blocks,
             causal_offset=causal_offset, local_offset=local_offset, deterministic=int(deterministic),
-            softmax_scale=softmax_scale, **score_scales(softmax_scale, softcap))
+            lpt_heads=0, softmax_scale=softmax_scale, **score_scales(softmax_scale, softcap))
         self.post_grid = bwd.post_grid(batch * Hq * m_blocks)
         self.post_params = bwd.POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0,
                                                 seqlen_q=0, num_heads=Hq, num_m_blocks=m_blocks, scale=softmax_scale)

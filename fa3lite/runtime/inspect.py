@@ -69,6 +69,26 @@ def overlap_window(ops: list[str]) -> list[str]:
     return ops[start:end]
 
 
+_FLOW = ("BRA", "BSSY", "BSYNC", "EXIT", "RET", "CALL", "WARPSYNC", "BAR", "SYNCS")
+
+
+def mask_select_runs(ops: list[str]) -> list[int]:
+    """Of `instructions`' output: how many selects of -inf (a mask hiding scores) each straight run of
+    instructions holds, runs split at every branch, convergence point or barrier. A mask written
+    without branches puts all of a thread's accumulator entries into one run."""
+    runs, cur = [], 0
+    for op in ops:
+        if op.startswith(_FLOW):
+            if cur:
+                runs.append(cur)
+            cur = 0
+        elif op.startswith("FSEL") and "-INF" in op:
+            cur += 1
+    if cur:
+        runs.append(cur)
+    return runs
+
+
 def opcode_counts(sass: str) -> dict[str, int]:
     """Opcode (with modifiers, e.g. 'HGMMA.64x128x16.F32.BF16') -> count; also the bare opcode."""
     counts: collections.Counter[str] = collections.Counter()
