@@ -39,18 +39,25 @@ constexpr bool kLseInStep1 = !kSoftcap;
 // P^T's fragments next to dP^T then exceed the registers (ptxas spills and serialises the wgmmas).
 constexpr bool kEarlyDv = kNeedDkv && !kSoftcap && kBlockM == 64;
 
-// Queries a key row sees, as columns of the tile from this thread's first (frag::hide_outside): key
-// `key` is visible to query i iff key < seqlen_k and (kIsCausal) key - causal_offset <= i <=
-// key - local_offset. first_query: the query of this thread's column 0.
+// Sets the entries hidden from the thread's two key rows to -inf. Key `key` is visible to query i iff
+// key < seqlen_k and (kIsCausal) key - causal_offset <= i <= key - local_offset: as columns of the
+// tile counted from this thread's first (first_query), the bounds of frag::hide_outside. In 32 bits,
+// exact in the kernels' domain (positions below 2^30, offsets within +-2^30:
+// fa3lite/hopper/common.py), where (key - offset) - first_query stays within 32 bits; 64-bit bounds
+// cost the varlen consumers registers they do not have (ptxas spilled).
 template <int N>
-__device__ __forceinline__ void hide_invisible(float (&st)[N / 2], const SeqMask& mk, int key_row0, i64 first_query) {
+__device__ __forceinline__ void hide_invisible(float (&st)[N / 2], const SeqMask& mk, int key_row0, int first_query) {
+  if constexpr (!kIsCausal) {   // only key rows past the end: one predicate per row
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) st[i] = key_row0 + 8 * frag::half(i) >= mk.seqlen_k ? math::neg_inf() : st[i];
+    return;
+  }
   int lo[2], hi[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const i64 key = key_row0 + 8 * h;
-    const bool in = key < mk.seqlen_k;
-    lo[h] = kIsCausal ? frag::clamp_col(key - mk.causal_offset - first_query, N) : -1;
-    hi[h] = !in ? -1 : (kIsCausal ? frag::clamp_col(key - mk.local_offset - first_query, N) : N);
+    const int key = key_row0 + 8 * h;
+    lo[h] = key - mk.causal_offset - first_query;
+    hi[h] = key < mk.seqlen_k ? key - mk.local_offset - first_query : -1;
   }
   frag::hide_outside<N>(st, lo, hi);
 }
@@ -69,7 +76,7 @@ __device__ __forceinline__ void probs_transposed(float (&st)[N / 2], const BwdPa
   for (int i = 0; i < N / 2; ++i) {
     st[i] = kSoftcap ? math::tanh(st[i] * p.softcap_scale) : fmaf(st[i], p.scale_log2, -lse[2 * (i >> 2) + (i & 1)]);
   }
-  if (masked) hide_invisible<N>(st, mk, key_row0, static_cast<i64>(query0) + frag::col_base(tid));
+  if (masked) hide_invisible<N>(st, mk, key_row0, query0 + frag::col_base(tid));
   if constexpr (!kSoftcap) {
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) st[i] = math::ex2(st[i]);

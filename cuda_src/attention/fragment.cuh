@@ -13,12 +13,8 @@ __device__ __forceinline__ int col_base(int tid) { return 2 * (tid % 4); }
 __host__ __device__ constexpr int half(int i) { return (i >> 1) & 1; }
 __host__ __device__ constexpr int col(int i) { return 8 * (i >> 2) + (i & 1); }
 
-// A visible-column bound of an N-column tile, clamped into [-1, N]: outside that range every bound
-// hides or keeps the same entries.
-__device__ __forceinline__ int clamp_col(i64 v, int n) { return v < -1 ? -1 : (v > n ? n : static_cast<int>(v)); }
-
 // Sets to -inf the entries outside their row's visible columns: entry i (half h) stays iff
-// lo[h] <= col(i) <= hi[h], columns counted from the thread's col_base, bounds from clamp_col. Each
+// lo[h] <= col(i) <= hi[h], columns counted from the thread's col_base (any 32-bit bounds). Each
 // entry costs two compares against its compile-time column and a select, and no branch: per-entry
 // tests written with a short-circuit || (key - query against each offset) compiled into divergent
 // branches, and a masked backward block cost as much as two unmasked ones.
