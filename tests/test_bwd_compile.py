@@ -206,7 +206,7 @@ def test_unsupported_head_dim_is_a_clear_error():
 def test_lpt_heads_fit_half_of_l2(monkeypatch, seqlen, head_dim, heads, expected):
     """The causal launch order's head groups (bwd_scheduler.cuh): a power of two, their Q, dO and f32
     dQ rows within half of L2, at most the number of heads."""
-    monkeypatch.setattr(hopper_bwd, "_l2_bytes", lambda device: 50 * 2**20)
+    monkeypatch.setattr(hopper_bwd, "l2_bytes", lambda device: 50 * 2**20)
     q = torch.empty(1, seqlen, 1, head_dim, dtype=torch.bfloat16, device="meta")
     got = hopper_bwd.lpt_heads(q, q, heads)
     assert got == expected

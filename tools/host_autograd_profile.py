@@ -13,26 +13,12 @@ import cProfile
 import io
 import json
 import pstats
-import statistics
-import time
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import fa3lite
-
-B, S, H, D = 1, 128, 16, 128
-
-
-def per_call_us(fn, ctx, calls=200):
-    with ctx():
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        dt = time.perf_counter() - t
-        torch.cuda.synchronize()
-    return dt / calls * 1e6
+from host_peer_effect import B, D, H, S, measure   # tools/ is the script's folder, first on sys.path
 
 
 def entries():
@@ -60,16 +46,6 @@ def entries():
     cudnn_ctx = lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION)   # noqa: E731
     return {"flash_attn_func": (flash, torch.enable_grad), "sdpa_entry": (entry, torch.enable_grad),
             "sdpa_entry_bhsd_leaves": (entry_bhsd, torch.enable_grad), "cudnn": (cudnn, cudnn_ctx)}
-
-
-def measure(table, rounds=5):
-    got = {name: [] for name in table}
-    for fn, ctx in table.values():
-        per_call_us(fn, ctx, calls=20)
-    for _ in range(rounds):
-        for name, (fn, ctx) in table.items():
-            got[name].append(per_call_us(fn, ctx))
-    return {name: round(statistics.median(v), 1) for name, v in got.items()}
 
 
 def profile(fn, ctx, calls=300, rows=22):

@@ -58,6 +58,8 @@ def cases():
 
 
 def measure(table, rounds=7):
+    """{name: median host us per call} of table's {name: (call, context factory)}, after a warm-up,
+    in interleaved rounds (tools/host_autograd_profile.py uses it too)."""
     got = {name: [] for name in table}
     for name, (fn, ctx) in table.items():   # warm up (compiles, plans)
         per_call_us(fn, ctx, calls=20)

@@ -14,12 +14,12 @@
 #include "../ptx/smem_vec.cuh"
 #include "../ptx/wgmma.cuh"
 #include "fwd_epilogue.cuh"
-#include "trace.cuh"
 #include "fwd_mma.cuh"
 #include "mask.cuh"
 #include "pingpong.cuh"
 #include "pipeline.cuh"
 #include "softmax.cuh"
+#include "trace.cuh"
 
 namespace fa3lite { namespace attn {
 

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 import torch
 
+from ..hopper.common import l2_bytes  # noqa: F401 -- the runners size input rotation by it
+
 L2_MULTIPLE = 4  # the rotated input sets together exceed this many L2 caches
 MIN_SETS = 2  # never the same inputs twice in a row
 MAX_SETS = 16
-FALLBACK_L2_BYTES = 50 * 2**20  # an H100's L2, when torch does not report it
 SPIN_CYCLES = 4_000_000  # ~2 ms at Hopper clocks: time enough to queue the timed calls
 
 
@@ -29,11 +30,6 @@ def rotation_sets(set_bytes: int, l2_bytes: int) -> int:
         raise ValueError(f"set_bytes: expected a positive size, got {set_bytes}")
     needed = math.ceil(L2_MULTIPLE * l2_bytes / set_bytes)
     return max(MIN_SETS, min(MAX_SETS, needed))
-
-
-def l2_bytes(device) -> int:
-    props = torch.cuda.get_device_properties(device)
-    return int(getattr(props, "L2_cache_size", 0) or FALLBACK_L2_BYTES)
 
 
 @dataclass(frozen=True)

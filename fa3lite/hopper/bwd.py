@@ -46,14 +46,13 @@ from ..runtime.driver import on_device
 from ..runtime.params import ParamStruct
 from ..variants import HEAD_DIM_PAIRS, kernel_head_dim, value_head_dim
 from .common import (DTYPE_NAMES, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index,
-                     score_scales)
+                     l2_bytes, score_scales)
 
 HEAD_DIMS = (64, 96, 128, 192, 256)   # 96 and 192 run the 128 and 256 kernels padded (variants.kernel_head_dim)
 DTYPES = ("bf16", "fp16")
 STAGES = 2              # Q/dO ring depth (kStages)
 THREADS = 384           # producer + 2 consumer warpgroups
 _AUX_THREADS = 256      # block size of the pre/postprocess kernels
-L2_FALLBACK_BYTES = 50 * 2**20   # an H100's L2, where torch reports no size
 
 BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("dout", "tma"),
@@ -266,13 +265,8 @@ def lpt_heads(q: torch.Tensor, v: torch.Tensor, heads: int) -> int:
     hit in L2 while every head's longest block goes first."""
     seqlen, d, dv = q.shape[1], q.shape[3], v.shape[3]
     per_head = seqlen * (d * q.element_size() + dv * q.element_size() + d * 4)
-    fit = max(1, _l2_bytes(q.device) // 2 // max(per_head, 1))
+    fit = max(1, l2_bytes(q.device) // 2 // max(per_head, 1))
     return min(1 << (fit.bit_length() - 1), heads)
-
-
-@functools.cache
-def _l2_bytes(device: torch.device) -> int:
-    return torch.cuda.get_device_properties(device).L2_cache_size or L2_FALLBACK_BYTES
 
 
 def _ptr(t) -> int:

@@ -1,7 +1,8 @@
 """What the Hopper kernel families' host modules share: dtype names, limits, the debug-build switch,
-a tensor's device index, packed pointers."""
+a tensor's device index, the device's L2 size, packed pointers."""
 from __future__ import annotations
 
+import functools
 import os
 import struct
 
@@ -47,3 +48,13 @@ def debug_build() -> bool:
 def device_index(t: torch.Tensor) -> int:
     """The CUDA device index of a tensor (its device always names one)."""
     return t.device.index if t.device.index is not None else torch.cuda.current_device()
+
+
+L2_FALLBACK_BYTES = 50 * 2**20   # an H100's L2, where torch reports no size
+
+
+@functools.cache
+def l2_bytes(device) -> int:
+    """The L2 cache size in bytes of a CUDA device (index or torch.device)."""
+    props = torch.cuda.get_device_properties(device)
+    return int(getattr(props, "L2_cache_size", 0) or L2_FALLBACK_BYTES)
