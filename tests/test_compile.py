@@ -49,18 +49,20 @@ def test_fwd_variant_resources_and_sass(variant):
     assert sass.get("MUFU.EX2", 0) >= variant.block_n // 2
     # softcap: one MUFU.TANH per score of the thread's block_n / 2 (none without)
     assert (sass.get("MUFU.TANH", 0) >= variant.block_n // 2) if variant.softcap else "MUFU.TANH" not in sass
+    ops = instructions(sass_text(cache.get(variant.spec()).cubin))   # disassembled once for both checks
     if variant.overlap:
-        assert_exp2s_under_the_pv_gemm(variant)
+        assert_exp2s_under_the_pv_gemm(variant, ops)
     # a boundary block's mask hides a thread's whole S fragment in one straight run of selects
-    runs = mask_select_runs(instructions(sass_text(cache.get(variant.spec()).cubin)))
+    runs = mask_select_runs(ops)
     assert runs and all(r >= variant.block_n // 2 for r in runs), runs
 
 
-def assert_exp2s_under_the_pv_gemm(variant):
+def assert_exp2s_under_the_pv_gemm(variant, ops):
     """Overlapped mainloop: every exp2 of a key block's P sits between the loop's wait for S (the wait
     that lets one group, P.V, run on) and the wait for P.V, so MUFU works while P.V runs. ptxas had
-    hoisted the P.V wait above all of them (fwd_consumer.cuh wait_pv_rescale_o)."""
-    window = overlap_window(instructions(sass_text(cache.get(variant.spec()).cubin)))
+    hoisted the P.V wait above all of them (fwd_consumer.cuh wait_pv_rescale_o). ops: the variant's
+    instructions (runtime.inspect.instructions)."""
+    window = overlap_window(ops)
     between = sum(op.startswith("MUFU.EX2") for op in window)
     assert between >= variant.block_n // 2, (between, variant.block_n)
 

@@ -6,7 +6,7 @@ prints one JSON line: the kernel's span, the mean phases of a unit, a least-squa
 loop time against its block count (fixed + per block), and per SM the time no unit of the kernel ran
 on it (before the first, between units, after the last).
 
-    python3 tools/trace_probe.py --mode bwd --head-dim 64 --causal 1 --seqlen 1k [--out trace.json]
+    python3 tools/trace_probe.py --mode bwd --head-dim 64 --causal 1 --seqlen 1k [--out table.npy]
 
 Shapes as the bench's: bf16, 16k tokens a batch, width 2048. The traced build is a separate
 variant (its own cache entry); what it adds is one global store per event.
@@ -26,7 +26,7 @@ from fa3lite.runtime import launch
 from fa3lite.runtime.driver import check, on_device
 
 TOKENS, WIDTH = 16384, 2048
-EVENTS = 8
+EVENTS = 8   # trace.cuh kEvents
 # Event slots per kernel (trace.cuh slot 0 is the SM id and block count).
 NAMES = {
     "fwd": {1: "tile_start", 2: "q_ready", 3: "loop_end", 4: "epilogue_end", 5: "cta_start"},
