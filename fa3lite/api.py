@@ -57,8 +57,11 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=Fal
     found = callkey.find(key)
     checked = found is not callkey.MISSING
     plan = found if checked else None
-    if plan is not None and not ops.autograd_needed(q, k, v, learnable_sink):
-        out, lse = plan(q, k, v, ops.kernel_sink(learnable_sink))   # a repeat of a kernel call: its launch
+    if plan is not None:   # a repeat of a call that ran on the kernels: its launch, with autograd's node if needed
+        if ops.autograd_needed(q, k, v, learnable_sink):
+            out, lse = ops.planned_attention(q, k, v, learnable_sink, plan, deterministic, backend)
+        else:
+            out, lse = plan(q, k, v, ops.kernel_sink(learnable_sink))
         return (out, lse) if return_lse else out
     if not checked:
         problems = checks.attention_problems(q, k, v)
@@ -73,9 +76,9 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=Fal
     if not checked:
         checked = ops.remember_if_kernels_take(key, q, k, v, scale, backend, softcap)
     band, causal_offset, local_offset = window_mask(q.shape[1], k.shape[1], causal, window_size)
-    out, lse = ops.attention(q, k, v, scale, band, causal_offset, deterministic, backend, checked, plan,
+    out, lse = ops.attention(q, k, v, scale, band, causal_offset, deterministic, backend, checked,
                              local_offset=local_offset, softcap=softcap, sink=learnable_sink)
-    if checked and plan is None:    # attach once; a call with autograd reaches here with it attached
+    if checked:    # attach the launch plan the call made (none: the call made no launch)
         callkey.attach(key, ops.forward_plan(q, k, v, scale, band, causal_offset, local_offset=local_offset,
                                              softcap=softcap, sink=learnable_sink))
     return (out, lse) if return_lse else out
@@ -161,10 +164,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     call = callkey.sdpa_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend)
     found = callkey.find(call)
     if found is not callkey.MISSING:
-        if found is not None and not ops.autograd_needed(query, key, value):
-            return found(query, key, value)[0]   # a repeat of a call that ran on the kernels
-        out = _fa3lite_sdpa(query, key, value, is_causal, scale, backend, True, found)
-        if found is None and query.dim() == 4:   # attach once (3-D calls go through views, no plan)
+        if found is not None:   # a repeat of a call that ran on the kernels (4-D: only those get a plan)
+            if ops.autograd_needed(query, key, value):
+                deterministic = torch.are_deterministic_algorithms_enabled()
+                return ops.planned_attention(query, key, value, None, found, deterministic, backend)[0]
+            return found(query, key, value)[0]
+        out = _fa3lite_sdpa(query, key, value, is_causal, scale, backend, True)
+        if query.dim() == 4:   # attach the launch plan the call made (3-D calls go through views, no plan)
             softmax_scale = query.shape[3] ** -0.5 if scale is None else float(scale)
             callkey.attach(call, ops.forward_plan(query, key, value, softmax_scale, is_causal, 0, bhsd=True))
         return out
@@ -193,19 +199,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return out
 
 
-def _fa3lite_sdpa(query, key, value, is_causal, scale, backend, checked, plan=None):
+def _fa3lite_sdpa(query, key, value, is_causal, scale, backend, checked):
     """Validated (B, H, S, D) or (B, S, D) tensors through fa3lite's forward: 4-D ones as they are
     (torch's layout straight into the autograd node: no view op of the inputs or of out lands in the
-    graph, each would be a node of its own in the backward; ``plan``: the torch-layout launch plan
-    attached to the call's signature), 3-D ones and anything while torch.compile traces as
-    (B, S, H, D) views. Returns a (B, H, Sq, D) view (or (B, Sq, D))."""
+    graph, each would be a node of its own in the backward), 3-D ones and anything while
+    torch.compile traces as (B, S, H, D) views. Returns a (B, H, Sq, D) view (or (B, Sq, D))."""
     three_d = query.dim() == 3
     softmax_scale = query.shape[-1] ** -0.5 if scale is None else float(scale)
     # torch's is_causal is top-left aligned: causal_offset 0 whatever Sq and Sk.
     deterministic = torch.are_deterministic_algorithms_enabled()
     if not three_d and not torch.compiler.is_compiling():
         return ops.attention(query, key, value, softmax_scale, is_causal, 0, deterministic, backend, checked,
-                             plan, bhsd=True)[0]
+                             bhsd=True)[0]
     q, k, v = (t.unsqueeze(2) if three_d else t.transpose(1, 2) for t in (query, key, value))
     out, _ = ops.attention(q, k, v, softmax_scale, is_causal, 0, deterministic, backend, checked)
     return out.squeeze(2) if three_d else out.transpose(1, 2)

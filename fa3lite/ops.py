@@ -34,6 +34,8 @@ raises KernelUnavailable instead.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 from . import callkey, checks, fallback
@@ -277,25 +279,43 @@ def _needs_graph(dout, q, k, v, sink) -> bool:
             and any(t is not None and t.requires_grad for t in (dout, q, k, v, sink)))
 
 
+class Call(NamedTuple):
+    """Everything of an attention call but its tensors, as the autograd nodes keep it (``ctx.call``):
+    the mask in the ops' convention (module docstring), the flags, and for the eager twin whether
+    the kernels take the inputs (``checked``), their launch plan or None, and the layout."""
+    softmax_scale: float
+    causal: bool
+    causal_offset: int
+    local_offset: int | None
+    softcap: float
+    deterministic: bool
+    backend: str
+    checked: bool = False
+    plan: object = None
+    bhsd: bool = False
+
+
 def _grads(ctx, dout, run_kernels, sink_index):
     """The backward formula shared by the custom op and its eager twin: (dq, dk, dv, None ..., dsink)
     with dsink at ``sink_index`` (the sink's position among the Function's inputs), only the
-    gradients ``ctx.needs_input_grad`` asks for. ``ctx.bhsd``: the tensors were saved in torch's
+    gradients ``ctx.needs_input_grad`` asks for. ``ctx.call.bhsd``: the tensors were saved in torch's
     (B, H, S, D) order (the twin's SDPA path); the kernels take flash_attn's, as plain views here."""
     q, k, v, out, lse, sink = ctx.saved_tensors
-    if ctx.bhsd:
+    call = ctx.call
+    if call.bhsd:
         q, k, v, out, dout = (t.transpose(1, 2) for t in (q, k, v, out, dout))
     need_q, need_k, need_v = ctx.needs_input_grad[:3]
     need_dkv = need_k or need_v
-    local_offset, softcap = ctx.mods
     if _needs_graph(dout, q, k, v, sink):
-        grads = fallback.backward(dout, q, k, v, out, lse, *ctx.attention_args[:3], need_dq=need_q,
-                                  need_dkv=need_dkv, local_offset=local_offset, softcap=softcap, sink=sink)
+        grads = fallback.backward(dout, q, k, v, out, lse, call.softmax_scale, call.causal, call.causal_offset,
+                                  need_dq=need_q, need_dkv=need_dkv, local_offset=call.local_offset,
+                                  softcap=call.softcap, sink=sink)
         dq, dk, dv, dsink = grads if sink is not None else grads + (None,)
     else:
-        dq, dk, dv, dsink = run_kernels(dout, q, k, v, out, lse, *ctx.attention_args, need_q, need_dkv,
-                                        local_offset=local_offset, softcap=softcap, sink=sink)
-    if ctx.bhsd:
+        dq, dk, dv, dsink = run_kernels(dout, q, k, v, out, lse, call.softmax_scale, call.causal, call.causal_offset,
+                                        call.deterministic, call.backend, need_q, need_dkv,
+                                        local_offset=call.local_offset, softcap=call.softcap, sink=sink)
+    if call.bhsd:
         dq, dk, dv = (None if g is None else g.transpose(1, 2) for g in (dq, dk, dv))
     # one gradient per input the call passed (a custom op's ctx counts only those, not defaults)
     grads = [None] * len(ctx.needs_input_grad)
@@ -303,6 +323,35 @@ def _grads(ctx, dout, run_kernels, sink_index):
     if sink_index < len(grads) and ctx.needs_input_grad[sink_index]:
         grads[sink_index] = dsink
     return tuple(grads)
+
+
+def _planned_grads(ctx, dout):
+    """The eager node's (dq, dk, dv, None, None) straight from the backward launch plan that
+    hopper.bwd.backward keeps on the forward plan for this dout layout and these flags, or None when
+    the call needs _grads: no forward plan, no backward plan yet for this layout, a sink, an operand
+    the tensor maps cannot take as it is, or a backward that records a graph (grad mode on). The
+    plan reads only addresses, so torch-layout (B, H, S, D) tensors go in as they are; its key is
+    that of their (B, S, H, D) views, as _grads passes them."""
+    call = ctx.call
+    plan = call.plan
+    if plan is None or torch.is_grad_enabled():
+        return None
+    q, k, v, out, lse, sink = ctx.saved_tensors
+    if sink is not None:
+        return None
+    need_q, need_k, need_v = ctx.needs_input_grad[:3]
+    need_dkv = need_k or need_v
+    stride, shape = dout.stride(), dout.shape
+    if call.bhsd:
+        stride, shape = (stride[0], stride[2], stride[1], stride[3]), (shape[0], shape[2], shape[1], shape[3])
+    backward = plan.backward_plans.get((stride, dout.data_ptr() % 16 == 0, shape, dout.dtype,
+                                        call.deterministic and need_q, need_q, need_dkv))
+    if backward is None or backward.any_copy:
+        return None
+    dq, dk, dv = backward(dout, q, k, v, out, lse)
+    if call.bhsd:
+        dq, dk, dv = (None if g is None else g.transpose(1, 2) for g in (dq, dk, dv))
+    return dq if need_q else None, dk if need_k else None, dv if need_v else None, None, None
 
 
 def _op_grads(dout, q, k, v, out, lse, *args, local_offset, softcap, sink):
@@ -314,9 +363,7 @@ def _setup_context(ctx, inputs, output):
     q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, local_offset, softcap, sink = inputs
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse, sink)
-    ctx.attention_args = (softmax_scale, causal, causal_offset, deterministic, backend)
-    ctx.mods = (local_offset, softcap)
-    ctx.bhsd = False
+    ctx.call = Call(softmax_scale, causal, causal_offset, local_offset, softcap, deterministic, backend)
     ctx.mark_non_differentiable(lse)
 
 
@@ -336,33 +383,40 @@ BWD = torch.ops.fa3lite.bwd.default
 class _EagerAttention(torch.autograd.Function):
     """Eager-mode twin of the custom op: same implementations, without the custom-op dispatch
     (~50 us a call on the GPU machine, more than the whole kernel launch path at small shapes).
-    ``plan``: the kernels' launch plan of this call signature (fa3lite.callkey), or None. ``bhsd``:
-    q, k, v (and so out and the gradients) in torch's (B, H, S, D) order, as SDPA takes them, so
-    that no view op of the caller's tensors lands in the autograd graph (a node each)."""
+    Arguments: the tensors autograd tracks (q, k, v, sink) and one Call; few arguments, because the
+    C apply and the engine walk each one every call. ``call.plan``: the kernels' launch plan of this
+    call signature (fa3lite.callkey), or None. ``call.bhsd``: q, k, v (and so out and the gradients)
+    in torch's (B, H, S, D) order, as SDPA takes them, so that no view op of the caller's tensors
+    lands in the autograd graph (a node each)."""
 
-    SINK_INDEX = 13   # sink's position among forward's arguments after ctx
+    SINK_INDEX = 3   # sink's position among forward's arguments after ctx
 
     @staticmethod
-    def forward(ctx, q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked, plan, bhsd,
-                local_offset, softcap, sink):
-        if plan is not None:
-            out, lse = plan(q, k, v, kernel_sink(sink))
-        elif bhsd:
-            out, lse = _fwd_bhsd_impl(q, k, v, softmax_scale, causal, deterministic, backend, checked)
+    def forward(ctx, q, k, v, sink, call):
+        if call.plan is not None:
+            out, lse = call.plan(q, k, v, kernel_sink(sink))
+        elif call.bhsd:
+            out, lse = _fwd_bhsd_impl(q, k, v, call.softmax_scale, call.causal, call.deterministic, call.backend,
+                                      call.checked)
         else:
-            out, lse = _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked,
-                                 local_offset, softcap, sink)
+            out, lse = _fwd_impl(q, k, v, call.softmax_scale, call.causal, call.causal_offset, call.deterministic,
+                                 call.backend, call.checked, call.local_offset, call.softcap, sink)
         ctx.save_for_backward(q, k, v, out, lse, sink)
-        ctx.attention_args = (softmax_scale, causal, causal_offset, deterministic, backend)
-        ctx.mods = (local_offset, softcap)
-        ctx.checked, ctx.plan, ctx.bhsd = checked, plan, bhsd
+        ctx.call = call
+        ctx.set_materialize_grads(False)   # lse has no gradient: no zero dLSE made for each backward
         ctx.mark_non_differentiable(lse)
         return out, lse
 
     @staticmethod
     def backward(ctx, dout, dlse):
+        if dout is None:   # out took no part in what is differentiated
+            return None, None, None, None, None
+        grads = _planned_grads(ctx, dout)
+        if grads is not None:
+            return grads
+
         def kernels(*args, **mods):
-            return _bwd_impl(*args, checked=ctx.checked, fwd_plan=ctx.plan, **mods)
+            return _bwd_impl(*args, checked=ctx.call.checked, fwd_plan=ctx.call.plan, **mods)
 
         return _grads(ctx, dout, kernels, _EagerAttention.SINK_INDEX)
 
@@ -400,14 +454,13 @@ def autograd_needed(q, k, v, sink=None) -> bool:
 
 
 def attention(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, deterministic: bool,
-              backend: str, checked: bool = False, plan=None, bhsd: bool = False, local_offset: int | None = None,
+              backend: str, checked: bool = False, bhsd: bool = False, local_offset: int | None = None,
               softcap: float = 0.0, sink=None):
     """(out, lse) for validated arguments: the custom op while torch.compile traces (one graph node,
     no break), the eager twin otherwise, or straight to the implementation when no autograd node is
     needed. All run _fwd_impl / _bwd_impl, so results are identical. ``checked``: the caller
-    established kernels_take (fa3lite.callkey), so the kernel limits are not read again; ``plan``:
-    the launch plan callkey attached to this signature (the eager twin's forward then runs it).
-    ``bhsd``: q, k, v and out in torch's (B, H, S, D) order, the mask top-left (causal_offset 0), no
+    established kernels_take (fa3lite.callkey), so the kernel limits are not read again (a call whose
+    signature has a launch plan goes to planned_attention instead). ``bhsd``: q, k, v and out in torch's (B, H, S, D) order, the mask top-left (causal_offset 0), no
     window, softcap or sink; eager calls only (the SDPA entry takes the flash_attn layout while
     torch.compile traces)."""
     if torch.compiler.is_compiling():
@@ -417,8 +470,14 @@ def attention(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, d
             return _fwd_bhsd_impl(q, k, v, softmax_scale, causal, deterministic, backend, checked)
         return _fwd_impl(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked,
                          local_offset, softcap, sink)
-    return _eager_apply(q, k, v, softmax_scale, causal, causal_offset, deterministic, backend, checked, plan,
-                        bhsd, local_offset, softcap, sink)
+    return _eager_apply(q, k, v, sink, Call(softmax_scale, causal, causal_offset, local_offset, softcap,
+                                            deterministic, backend, checked, None, bhsd))
+
+
+def planned_attention(q, k, v, sink, plan, deterministic: bool, backend: str):
+    """attention() of eager inputs that need an autograd node, for a call signature whose launch plan
+    ``plan`` (fa3lite.callkey) holds the mask and scale it was made for (plan.attention)."""
+    return _eager_apply(q, k, v, sink, Call(*plan.attention, deterministic, backend, True, plan, plan.bhsd))
 
 
 # ------------------------------------------------------------------ packed variable-length sequences

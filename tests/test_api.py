@@ -181,10 +181,10 @@ def test_sdpa_passes_its_tensors_to_the_op_and_returns_a_view(monkeypatch):
     seen = {}
     real = ops.attention
 
-    def spy(qq, kk, vv, scale, causal, offset, deterministic, backend, checked=False, plan=None, bhsd=False):
+    def spy(qq, kk, vv, scale, causal, offset, deterministic, backend, checked=False, bhsd=False):
         seen.update(q=qq, k=kk, v=vv, scale=scale, causal=causal, offset=offset,
                     deterministic=deterministic, backend=backend, bhsd=bhsd)
-        return real(qq, kk, vv, scale, causal, offset, deterministic, backend, checked, plan, bhsd)
+        return real(qq, kk, vv, scale, causal, offset, deterministic, backend, checked, bhsd)
 
     monkeypatch.setattr(ops, "attention", spy)
     out = fa3lite.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, backend="torch")

@@ -281,6 +281,9 @@ class FakeTimer:
             call()
         return 12.5, 20.0
 
+    def host_times(self, steps):
+        return [self.host_time(call, context) for call, context in steps]
+
 
 def _tiny_spec(**kw):
     return grid.make_spec("quick", head_dims=(16,), seqlens=(32, 64), tokens=128, width=32, **kw)
@@ -831,3 +834,22 @@ def test_host_time_table_has_a_column_per_mode():
     assert lines["fa3lite"][1:] == ["30.0", "50.0", "300.0", "31.0"]
     assert lines["fa3lite_graph"][1:] == ["6.0", "-", "-", "7.0"]
     assert "absent" in lines["fa4"][1]
+
+
+def test_host_times_are_measured_in_interleaved_rounds(monkeypatch):
+    """CudaTimer.host_times: every step warmed up, then each round times one batch of every step in
+    turn (a slow spell of the machine hits all implementations alike), contexts entered per batch."""
+    import contextlib
+
+    from fa3lite.bench.timing import CudaTimer
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    order, entered = [], []
+
+    def step(name):
+        return (lambda: order.append(name)), (lambda: contextlib.nullcontext(entered.append(name)))
+
+    got = CudaTimer(warmup=2, reps=20).host_times([step("a"), step("b")], calls=2, rounds=3)
+    assert len(got) == 2 and all(h > 0 and w >= h for h, w in got)
+    assert order == ["a"] * 3 + ["b"] * 3 + ["a", "a", "b", "b"] * 3
+    assert entered == ["a", "b"] + ["a", "b"] * 3

@@ -204,6 +204,42 @@ def test_op_keys_keep_scalar_types_apart():
     assert callkey.op_key("fwd", (q, k, v), (0.1, True, 0)) == callkey.op_key("fwd", _qkv(), (0.1, True, 0))
 
 
+class _FakePlan:
+    """A forward launch plan's interface (hopper.fwd._FwdPlan) running the fallback: calls append
+    the layout to ``log``; ``backward_plans`` as the real one keeps them (filled by the test)."""
+
+    def __init__(self, scale, causal, offset, bhsd, log):
+        self.attention, self.bhsd, self.log, self.backward_plans = (scale, causal, offset, None, 0.0), bhsd, log, {}
+
+    def __call__(self, q, k, v, sink=None):
+        self.log.append(self.bhsd)
+        scale, causal, offset = self.attention[:3]
+        if self.bhsd:
+            out, lse = fallback.forward(*(t.transpose(1, 2) for t in (q, k, v)), scale, causal, 0)
+            return out.transpose(1, 2), lse
+        return fallback.forward(q, k, v, scale, causal, offset)
+
+
+class _FakeBackwardPlan:
+    """A backward launch plan's interface (hopper.bwd._BwdPlan) running the fallback on the
+    addresses it is given, as the real one does: torch-layout tensors (``bhsd``) are read as their
+    (B, S, H, D) views; gradients come back (B, S, H, D) contiguous, None where not needed."""
+
+    any_copy = False
+
+    def __init__(self, plan, need_dq, need_dkv, log):
+        self.plan, self.need, self.log = plan, (need_dq, need_dkv), log
+
+    def __call__(self, dout, q, k, v, out, lse, sink=None):
+        self.log.append(self.need)
+        if self.plan.bhsd:
+            dout, q, k, v, out = (t.transpose(1, 2) for t in (dout, q, k, v, out))
+        scale, causal, offset = self.plan.attention[:3]
+        dq, dk, dv = fallback.backward(dout, q, k, v, out, lse, scale, causal, offset, need_dq=self.need[0],
+                                       need_dkv=self.need[1])
+        return tuple(None if g is None else g.contiguous() for g in (dq, dk, dv))
+
+
 def test_a_repeat_without_autograd_goes_straight_to_the_attached_plan(kernels_on_cpu, monkeypatch):
     from fa3lite import hopper
 
@@ -211,15 +247,7 @@ def test_a_repeat_without_autograd_goes_straight_to_the_attached_plan(kernels_on
 
     def forward_plan(q, k, v, scale, causal, offset, bhsd=False, local_offset=None, softcap=0.0, sink=None):
         looked_up.append(bhsd)
-
-        def plan(*qkv):
-            qkv = qkv[:3]    # (q, k, v, sink): no sink in these calls
-            planned.append(bhsd)
-            if bhsd:
-                out, lse = fallback.forward(*(t.transpose(1, 2) for t in qkv), scale, causal, 0)
-                return out.transpose(1, 2), lse
-            return fallback.forward(*qkv, scale, causal, offset)
-        return plan
+        return _FakePlan(scale, causal, offset, bhsd, planned)
 
     monkeypatch.setattr(hopper, "forward_plan", forward_plan)
     q, k, v = _qkv()
@@ -263,6 +291,54 @@ def test_sdpa_with_autograd_records_one_node_in_torch_layout(kernels_on_cpu):
         for got, exp in zip(torch.autograd.grad(out, (q, k, v), dout), want_grads):
             assert got.shape == exp.shape and torch.equal(got, exp)
     assert len(kernels_on_cpu) == 1                         # checked once
+
+
+@pytest.mark.parametrize("entry", ["flash", "sdpa"])
+def test_the_eager_node_runs_the_backward_plan_kept_on_the_forward_plan(kernels_on_cpu, monkeypatch, entry):
+    """A repeat with autograd runs the attached forward plan; its backward runs the backward plan kept
+    on it under dout's (B, S, H, D) layout and the flags (_planned_grads), for the gradients asked
+    and only those, with the values of the torch math; a backward that records a graph, or a layout
+    with no plan kept, takes the general path."""
+    from fa3lite import hopper
+
+    plans, ran = [], []
+
+    def forward_plan(q, k, v, scale, causal, offset, bhsd=False, local_offset=None, softcap=0.0, sink=None):
+        plans.append(_FakePlan(scale, causal, offset, bhsd, []))
+        return plans[-1]
+
+    monkeypatch.setattr(hopper, "forward_plan", forward_plan)
+    q, k, v = _qkv()
+
+    def call(a, b, c):
+        if entry == "flash":
+            return fa3lite.flash_attn_func(a, b, c, causal=True)
+        return fa3lite.scaled_dot_product_attention(a.transpose(1, 2), b.transpose(1, 2), c.transpose(1, 2),
+                                                    is_causal=True).transpose(1, 2)
+
+    call(q, k, v)                                          # checks and runs (flash_attn_func attaches its plan)
+    call(q, k, v)                                          # SDPA attaches on its first repeat
+    (plan,) = plans
+    dout = torch.randn_like(q)
+    for need in ((True, True, True), (True, False, False), (False, True, True)):
+        leaves = [t.detach().requires_grad_(n) for t, n in zip((q, k, v), need)]
+        asked = [t for t in leaves if t.requires_grad]
+        ref = [t.detach().requires_grad_(n) for t, n in zip((q, k, v), need)]
+        want = torch.autograd.grad(fa3lite.flash_attn_func(*ref, causal=True, backend="torch"),   # Sq == Sk
+                                   [t for t in ref if t.requires_grad], dout)
+        key = (dout.stride(), True, dout.shape, dout.dtype, False, need[0], need[1] or need[2])
+        assert key not in plan.backward_plans
+        got = torch.autograd.grad(call(*leaves), asked, dout)     # no backward plan yet: the general path
+        assert ran == [] and all(torch.equal(g, w) for g, w in zip(got, want))
+        plan.backward_plans[key] = _FakeBackwardPlan(plan, need[0], need[1] or need[2], ran)
+        got = torch.autograd.grad(call(*leaves), asked, dout)
+        assert ran == [(need[0], need[1] or need[2])], need
+        assert all(g.shape == w.shape and torch.equal(g, w) for g, w in zip(got, want))
+        ran.clear()
+        out = call(*leaves)                                  # create_graph: the torch math, which has a graph
+        got = torch.autograd.grad(out, asked, dout, create_graph=True)
+        assert ran == [] and all(g.requires_grad for g in got)
+    assert len(plans) == 1 and len(kernels_on_cpu) == 1
 
 
 def test_find_tells_never_seen_from_remembered_with_or_without_a_plan():

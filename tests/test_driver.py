@@ -146,3 +146,62 @@ def test_load_failures_are_remembered_per_spec_and_device(monkeypatch, tmp_path)
     assert "remembered" in str(info.value) and "cuda:5" in info.value.kernel
     launch.forget_failures()
     cache.clear_memory_cache()
+
+
+def _loaded():
+    return launch.Loaded(handle=1, smem_bytes=200_000, name="fa3lite_bwd")
+
+
+@pytest.mark.parametrize("which", ["fwd", "pre", "main", "post"])
+def test_prepared_launch_packs_the_call_fields_over_the_plan_template(which):
+    """The bytes a prepared launch hands the driver are exactly ParamStruct.pack of the whole
+    struct with the call's fields (its head) and the plan's (the template) -- for every block the
+    plans launch, so the head formats and field order cannot drift from the structs."""
+    from fa3lite.hopper import bwd, fwd
+    from fa3lite.variants import FWD_PARAMS
+
+    params, head = {"fwd": (FWD_PARAMS, fwd.FWD_HEAD), "pre": (bwd.PRE_PARAMS, bwd.PRE_HEAD),
+                    "main": (bwd.BWD_PARAMS, bwd.MAIN_HEAD), "post": (bwd.POST_PARAMS, bwd.POST_HEAD)}[which]
+    types = dict(params.fields)
+
+    def values(seed):
+        out = {}
+        for i, (name, ftype) in enumerate(params.fields):
+            if ftype == "tma":
+                out[name] = bytes([(seed + i) % 251]) * 128
+            else:
+                out[name] = float(seed + i) / 4 if ftype == "f32" else seed * 1000 + i
+        return out
+
+    plan, call = values(1), values(7)
+    n_head = len(head[1:].replace("128s", "T"))   # fields in the head format: one letter each
+    names = [name for name, _ in params.fields[:n_head]]
+    prepared = launch.Prepared(_loaded(), (3, 1, 1), 128, params.pack(**plan), head, 0)
+    got = bytes(prepared.pack(*(call[n] for n in names)))
+    assert got == params.pack(**{**plan, **{n: call[n] for n in names}})
+    assert all(types[n] in ("ptr", "tma") for n in names)   # only addresses and maps change per call
+
+
+def test_param_heads_must_be_leading_fields_without_padding():
+    from fa3lite.runtime.params import ParamStruct
+
+    s = ParamStruct("S", (("a", "ptr"), ("n", "i32"), ("b", "ptr")))
+    assert s.head("a", "n") == "<Qi"
+    with pytest.raises(ValueError, match="leading"):
+        s.head("b")
+    with pytest.raises(ValueError, match="padding"):
+        s.head("a", "n", "b")
+    with pytest.raises(ValueError, match="more than"):
+        launch.Prepared(_loaded(), (1, 1, 1), 32, b"\0" * 8, "<QQ", 0)
+
+
+def test_prepared_launch_failure_names_kernel_device_grid_block_and_shared_memory(monkeypatch):
+    monkeypatch.setattr(cdriver, "function", lambda handle: handle)
+    monkeypatch.setattr(cdriver, "launch_function", lambda *args: 701)   # CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+    prepared = launch.Prepared(_loaded(), (4096, 1, 1), 384, b"\0" * 64, "<Q", 1)
+    with pytest.raises(driver.CudaDriverError) as info:
+        prepared.launch(None, 0)
+    message = str(info.value)
+    for part in ("fa3lite_bwd", "cuda:1", "grid (4096, 1, 1)", "block 384", "200000 bytes of dynamic shared memory",
+                 "code 701"):
+        assert part in message, message

@@ -90,9 +90,8 @@ def main() -> int:
             setattr(owner, name, timed)
 
         for owner, name in ((ops, "_grads"), (ops, "_bwd_impl"), (hopper, "backward"),
-                            (hopper_bwd._BwdPlan, "__call__"), (hopper_bwd._BwdPlan, "_launch"),
-                            (hopper_bwd._BwdPlan, "_buffer"), (hopper_bwd.launch, "launch_current"),
-                            (torch, "empty")):
+                            (hopper_bwd._BwdPlan, "__call__"), (hopper_bwd._BwdPlan, "_buffer"),
+                            (hopper_bwd.launch.Prepared, "launch"), (torch, "empty"), (ops, "_planned_grads")):
             if hasattr(owner, name):
                 wrap(owner, name, f"{getattr(owner, '__name__', owner)}.{name}")
     fn = fa3lite.flash_attn_func

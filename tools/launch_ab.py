@@ -2,7 +2,7 @@
 
     python3 tools/launch_ab.py
 
-Launches the backward postprocess kernel with an empty range (it returns at once) on torch's current
+Launches the backward postprocess kernel on one query block (one row written) on torch's current
 stream, 2,000 launches per sample, the ways alternating sample by sample, medians of 9 rounds, us per
 launch:
   ctypes                      ctypes with argtypes, 11 arguments converted per call (fa3lite's path
@@ -30,8 +30,10 @@ def main() -> None:
     dev = torch.cuda.current_device()
     variant = hopper_bwd.BwdVariant(128, "bf16", False)
     kernel = launch.load(variant.postprocess_spec(), dev, 0)
-    params = hopper_bwd.POST_PARAMS.pack(dq_accum=0, dq=0, total=0, seqlen_q=1, num_heads=1, num_m_blocks=1,
-                                         scale=1.0)
+    accum = torch.zeros(128 * 128, dtype=torch.float32, device="cuda")   # one query block of the accumulator
+    dq = torch.empty(128 * 128, dtype=torch.bfloat16, device="cuda")
+    params = hopper_bwd.POST_PARAMS.pack(dq_accum=accum.data_ptr(), dq=dq.data_ptr(), cu_seqlens_q=0, seqused_q=0,
+                                         seqlen_q=1, num_heads=1, num_m_blocks=1, scale=1.0)
     block = launch.staging_view(len(params))
     block[:len(params)] = params
     argv = launch._staging.argv

@@ -245,7 +245,7 @@ class CaseRunner:
 
 class GridRunner(CaseRunner):
     """Orchestrates checks and timings. timer: .time(step, n_sets, context) -> [ms],
-    .host_time(call, context=) -> (host_us, wall_us). absent: {impl name: reason}."""
+    .host_times([(call, context factory)]) -> [(host_us, wall_us)], interleaved. absent: {impl name: reason}."""
 
     def __init__(self, impls, spec: GridSpec, timer, device, *, l2_bytes: int, absent=None,
                  progress=None, deadline: float | None = None, odd_check: bool = True,
@@ -474,7 +474,9 @@ class GridRunner(CaseRunner):
     # ---- host time at a tiny shape ----------------------------------------------------------
     def host_times(self) -> list[HostTime]:
         """Host time per call at HOST_SHAPE (full mask) for every host_timed implementation in each
-        HOST_MODES mode, then fa3lite's other entries (HostTime's docstring)."""
+        HOST_MODES mode, then fa3lite's other entries (HostTime's docstring). Each is checked against
+        the reference first; then all are timed together in interleaved rounds (timer.host_times), so
+        that the table compares them under the same machine conditions."""
         s = HOST_SHAPE
         scale = self._scale(s["head_dim"])
         if self.fatal:
@@ -488,6 +490,7 @@ class GridRunner(CaseRunner):
         if (self.device.type == "cuda" and "fa3lite" not in self.absent
                 and any(impl.name == "fa3lite" for impl in self.impls)):
             entries += fa3lite_host_entries()
+        timed = []   # (index in results, name, mode, step, context): measured together at the end
         for name, bind in entries:
             if name in self.absent:
                 results.append(HostTime(name, ABSENT, reason=self.absent[name]))
@@ -505,11 +508,20 @@ class GridRunner(CaseRunner):
                     continue
                 for mode in bound.host_modes:
                     step, context = _host_step(bound, mode, q, k, v, dout)
-                    host_us, wall_us = guarded(lambda: self.timer.host_time(step, context=context))
-                    results.append(HostTime(name, OK, host_us, wall_us, mode=mode))
+                    with context():
+                        guarded(step)          # runs before it is timed (a refusal shows here)
+                    timed.append((len(results), name, mode, step, context))
+                    results.append(None)
             except Refused as r:
                 results.append(HostTime(name, r.status, reason=r.reason))
-            self._cleanup()
+        try:
+            times = guarded(lambda: self.timer.host_times([(step, context) for *_, step, context in timed]))
+        except Refused as r:
+            times = [r] * len(timed)
+        for (at, name, mode, _, _), got in zip(timed, times):
+            results[at] = (HostTime(name, got.status, reason=got.reason, mode=mode) if isinstance(got, Refused)
+                           else HostTime(name, OK, got[0], got[1], mode=mode))
+        self._cleanup()
         return results
 
 

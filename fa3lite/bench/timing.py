@@ -108,6 +108,30 @@ class CudaTimer:
             del graph
         return [s.elapsed_time(e) / n_sets for s, e in zip(starts, ends)]
 
+    def host_times(self, steps, calls: int = 100, rounds: int = 7):
+        """host_time of several (call, context factory) steps, measured interleaved: each round times
+        one batch of every step in turn, so a slow spell of the machine (CPU clocks, another process)
+        hits all of them alike instead of whichever ran then. Returns [(host_us, wall_us)] medians."""
+        host = [[] for _ in steps]
+        wall = [[] for _ in steps]
+        for call, context in steps:
+            with context():
+                for _ in range(max(self.warmup, 3)):
+                    call()
+        for _ in range(rounds):
+            for i, (call, context) in enumerate(steps):
+                with context():
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    for _ in range(calls):
+                        call()
+                    t1 = time.perf_counter()
+                    torch.cuda.synchronize()
+                    t2 = time.perf_counter()
+                host[i].append((t1 - t0) / calls * 1e6)
+                wall[i].append((t2 - t0) / calls * 1e6)
+        return [(statistics.median(h), statistics.median(w)) for h, w in zip(host, wall)]
+
     def host_time(self, call, calls: int = 100, batches: int = 5, context=contextlib.nullcontext):
         """Median host microseconds to issue one call, calls issued back to back without syncing.
 

@@ -40,7 +40,7 @@ import math
 import torch
 
 from .. import checks
-from ..runtime import launch, tma
+from ..runtime import cdriver, launch, tma
 from ..runtime.compile import KernelSpec
 from ..runtime.driver import on_device
 from ..runtime.params import ParamStruct
@@ -194,6 +194,11 @@ class BwdVariant:
         return KernelSpec("attention/bwd_postprocess.cu", "fa3lite_bwd_postprocess",
                           self._common() + POST_PARAMS.layout_defines())
 
+
+# The leading fields of each block, which a call fills in (launch.Prepared); the rest is per plan.
+PRE_HEAD = PRE_PARAMS.head("dout", "out", "lse", "lse_log2", "dpsum", "dq_accum", "dq_sem")
+MAIN_HEAD = BWD_PARAMS.head("q", "k", "v", "dout", "lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv")
+POST_HEAD = POST_PARAMS.head("dq_accum", "dq")
 
 NEEDS = ((True, True), (True, False), (False, True))   # (need_dq, need_dkv) of the buildable variants
 
@@ -383,8 +388,8 @@ class _BwdPlan:
 
         rows_per_block = _AUX_THREADS // (variant.kernel_dim // 8)
         row_blocks = -(-rows_pad // rows_per_block)
-        self.pre_grid = (row_blocks * Hq * B, 1, 1)
-        self.pre_params = PRE_PARAMS.pack(
+        pre_grid = (row_blocks * Hq * B, 1, 1)
+        pre_params = PRE_PARAMS.pack(
             dout=0, out=0, lse=0, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, cu_seqlens_q=0, seqused_q=0,
             do_stride_b=dout.stride(0), do_stride_s=dout.stride(1), do_stride_h=dout.stride(2),
             o_stride_b=out.stride(0), o_stride_s=out.stride(1), o_stride_h=out.stride(2),
@@ -392,8 +397,8 @@ class _BwdPlan:
             seqlen_q=Sq, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks,
             block_m=block_m, sems_per_block=variant.sems_per_block)
         blank = bytes(128)
-        self.main_grid = (ctas, 1, 1)
-        self.main_params = BWD_PARAMS.pack(
+        main_grid = (ctas, 1, 1)
+        main_params = BWD_PARAMS.pack(
             q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,
             cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, dout_base=0,
             seq_maps=0, q_row_bytes=0, k_row_bytes=0, v_row_bytes=0, dout_row_bytes=0,
@@ -402,57 +407,52 @@ class _BwdPlan:
             deterministic=int(deterministic), softmax_scale=softmax_scale,
             lpt_heads=lpt_heads(q, v, B * Hq) if banded and not deterministic else 0,
             **score_scales(softmax_scale, softcap))
-        self.post_grid = post_grid(B * Hq * m_blocks)
-        self.post_params = POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq, num_heads=Hq,
-                                            num_m_blocks=m_blocks, scale=softmax_scale)
-        es, at = q.element_size(), BWD_PARAMS.offsets
-        self.maps = tuple(
-            (at[name], tma.MapMaker(dtype, tma.bshd_geometry(t.shape, t.stride(), es, rows,
-                                                             kernel_dim=variant.kernel_dim), self.dev))
-            for name, t, rows in (("q", q, block_m), ("k", k, variant.block_n), ("v", v, variant.block_n),
-                                  ("dout", dout, block_m)))
-        self.pre_at = tuple(PRE_PARAMS.offsets[f] for f in ("dout", "out", "lse", "lse_log2", "dpsum", "dq_accum",
-                                                            "dq_sem"))
-        self.main_at = tuple(at[f] for f in ("lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv"))
-        self.post_at = tuple(POST_PARAMS.offsets[f] for f in ("dq_accum", "dq"))
+        post_params = POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq, num_heads=Hq,
+                                       num_m_blocks=m_blocks, scale=softmax_scale)
+        # The fields a call fills in lead each block (PRE/BWD/POST_PARAMS): addresses, and the main
+        # kernel's four tensor maps first; each launch packs them with one struct (launch.Prepared).
+        self.pre_launch = launch.Prepared(self.pre, pre_grid, _AUX_THREADS, pre_params, PRE_HEAD, self.dev)
+        self.main_launch = launch.Prepared(self.main, main_grid, THREADS, main_params, MAIN_HEAD, self.dev)
+        self.post_launch = launch.Prepared(self.post, post_grid(B * Hq * m_blocks), _AUX_THREADS, post_params,
+                                           POST_HEAD, self.dev)
+        es = q.element_size()
+        self.makers = tuple(
+            tma.MapMaker(dtype, tma.bshd_geometry(t.shape, t.stride(), es, rows, kernel_dim=variant.kernel_dim),
+                         self.dev)
+            for t, rows in ((q, block_m), (k, variant.block_n), (v, variant.block_n), (dout, block_m)))
 
-    def _buffer(self, shape, dtype):
-        """A buffer the kernels fill completely: NaN-poisoned in debug builds, so a missed element shows."""
+    def _buffer(self, like, shape):
+        """A buffer the kernels fill completely, with ``like``'s dtype and device (new_empty parses less
+        than torch.empty): NaN-poisoned in debug builds, so a missed element shows."""
         if self.debug:
-            return torch.full(shape, math.nan, dtype=dtype, device=self.device)
-        return torch.empty(shape, dtype=dtype, device=self.device)
-
-    def _launch(self, kernel, grid, threads, params, addresses, stream, maps=()):
-        launch_packed(kernel, grid, threads, self.dev, params, addresses, stream, maps)
+            return torch.full(shape, math.nan, dtype=like.dtype, device=self.device)
+        return like.new_empty(shape)
 
     def __call__(self, dout, q, k, v, out, lse, sink=None):
         if self.any_copy:
             q, k, v, dout, out = (t.clone(memory_format=torch.contiguous_format) if c else t
                                   for c, t in zip(self.copies, (q, k, v, dout, out)))
-        stream = launch.stream_handle(self.dev)
         # One work buffer: the dQ accumulator, the turn counters, lse_log2 and dpsum. The preprocess
         # writes all of it (zeroes the first two), so it needs no memset; NaN in debug builds.
-        work = self._buffer((self.accum + self.sems + 2 * self.rows,), torch.float32)
+        work = self._buffer(lse, (self.accum + self.sems + 2 * self.rows,))   # lse: float32
         accum = work.data_ptr() if self.need_dq else 0
         sems = accum + 4 * self.accum if self.sems else 0
         lse_log2 = work.data_ptr() + 4 * (self.accum + self.sems)
         dpsum = lse_log2 + 4 * self.rows
-        dq = self._buffer(self.q_shape, self.dtype) if self.need_dq else None
+        dq = self._buffer(q, self.q_shape) if self.need_dq else None
         dk = dv = None
         if self.need_dkv:
-            dkv_dtype = torch.float32 if self.gqa else self.dtype
-            dk, dv = self._buffer(self.dk_shape, dkv_dtype), self._buffer(self.dv_shape, dkv_dtype)
+            like = lse if self.gqa else q   # GQA: per query head in float32, summed over the group below
+            dk, dv = self._buffer(like, self.dk_shape), self._buffer(like, self.dv_shape)
+        stream = cdriver.stream(launch.stream_handle(self.dev))
+        mq, mk, mv, mdo = self.makers
         with on_device(self.dev):
-            self._launch(self.pre, self.pre_grid, _AUX_THREADS, self.pre_params,
-                         zip(self.pre_at, (dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum,
-                                           accum, sems)),
-                         stream)
-            self._launch(self.main, self.main_grid, THREADS, self.main_params,
-                         zip(self.main_at, (lse_log2, dpsum, accum, sems, _ptr(dk), _ptr(dv))), stream,
-                         zip(self.maps, (q, k, v, dout)))
+            self.pre_launch.launch(stream, dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum, accum,
+                                   sems)
+            self.main_launch.launch(stream, mq(q.data_ptr()), mk(k.data_ptr()), mv(v.data_ptr()),
+                                    mdo(dout.data_ptr()), lse_log2, dpsum, accum, sems, _ptr(dk), _ptr(dv))
             if self.need_dq:
-                self._launch(self.post, self.post_grid, _AUX_THREADS, self.post_params,
-                             zip(self.post_at, (accum, dq.data_ptr())), stream)
+                self.post_launch.launch(stream, accum, dq.data_ptr())
         dsink = None
         if self.stats_shape is not None:
             dsink = sink_grad(work, self.accum + self.sems, self.stats_shape, sink)

@@ -16,9 +16,10 @@ import math
 
 import torch
 
-from ..runtime import launch, tma
+from ..runtime import cdriver, launch, tma
+from ..runtime.driver import on_device
 from ..variants import FWD_PARAMS, FwdTile, FwdVariant, fwd_tile
-from .common import (DTYPE_NAMES, MAX_GRID_X, OFFSET_LIMIT, PLAN_LIMIT, PTR, band, debug_build, device_index,
+from .common import (DTYPE_NAMES, MAX_GRID_X, OFFSET_LIMIT, PLAN_LIMIT, band, debug_build, device_index,
                      score_scales)
 
 
@@ -50,14 +51,15 @@ class _FwdPlan:
     and the LSE (and sink) address, and launches."""
 
     __slots__ = ("kernel", "grid", "threads", "dev", "device", "dtype", "out_shape", "out_stride",
-                 "lse_shape", "template", "size", "slots", "lse_at", "sched_at", "sched_words", "sink_at",
-                 "backward_plans")
+                 "lse_shape", "prepared", "makers", "sched_words", "backward_plans", "attention", "bhsd")
 
     def __init__(self, q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False,
                  local_offset: int | None = None, softcap: float = 0.0, sink: bool = False):
         """q, k, v in the flash_attn layout (B, S, H, D), or with ``bhsd`` in torch's (B, H, S, D)
         (then out is made (B, Hq, Sq, D) with the flash_attn layout's strides: a transposed view of
         a contiguous (B, Sq, Hq, D) tensor, without a view op per call)."""
+        # what the plan was made for, in the ops' convention (the autograd node's backward needs it)
+        self.attention, self.bhsd = (softmax_scale, causal, causal_offset, local_offset, softcap), bhsd
         (B, Sq, Hq, D), q_stride = _bshd(q, bhsd)
         (_, Sk, Hk, _), k_stride = _bshd(k, bhsd)
         (_, _, _, Dv), v_stride = _bshd(v, bhsd)
@@ -79,7 +81,7 @@ class _FwdPlan:
             self.out_shape, self.out_stride = (B, Sq, Hq, Dv), out_stride
         self.lse_shape = (B, Hq, Sq)
         blank = bytes(128)
-        self.template = FWD_PARAMS.pack(
+        template = FWD_PARAMS.pack(
             q=blank, k=blank, v=blank, o=blank, lse=0, tile_sched=0,
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
             num_m_blocks=num_m_blocks, num_tiles=tiles, causal_offset=causal_offset, local_offset=local_offset,
@@ -91,41 +93,45 @@ class _FwdPlan:
             o_accum=0, lse_accum=0, num_splits=1, pack_group=1, page_table=0, page_size=0, pages_per_seq=0,
             page_rows=0,
         )
-        self.size = len(self.template)
-        es, offsets = q.element_size(), FWD_PARAMS.offsets
-        self.slots = tuple(
-            (offsets[name], tma.MapMaker(q.dtype, tma.bshd_geometry(shape, stride, es, rows, cols, variant.kernel_dim),
-                                         self.dev))
-            for name, shape, stride, rows, cols in (
-                ("q", (B, Sq, Hq, D), q_stride, variant.block_m, None),
-                ("k", (B, Sk, Hk, D), k_stride, variant.block_n, None),
-                ("v", (B, Sk, Hk, Dv), v_stride, variant.block_n, None),
-                ("o", (B, Sq, Hq, Dv), out_stride, 64, 1)))
-        self.lse_at = offsets["lse"]
-        self.sink_at = offsets["sink"] if sink else None
+        # What a call fills in leads the block: the q, k, v, o maps, then the lse, tile_sched and
+        # sink addresses (FWD_PARAMS), packed by one struct per launch.
+        self.prepared = launch.Prepared(self.kernel, self.grid, self.threads, template, FWD_HEAD, self.dev)
+        es = q.element_size()
+        self.makers = tuple(
+            tma.MapMaker(q.dtype, tma.bshd_geometry(shape, stride, es, rows, cols, variant.kernel_dim), self.dev)
+            for shape, stride, rows, cols in (
+                ((B, Sq, Hq, D), q_stride, variant.block_m, None),
+                ((B, Sk, Hk, D), k_stride, variant.block_n, None),
+                ((B, Sk, Hk, Dv), v_stride, variant.block_n, None),
+                ((B, Sq, Hq, Dv), out_stride, 64, 1)))
         # A persistent causal grid claims tiles from a counter and hands them over through one word
         # per CTA, all zeroed every launch (with ctas == tiles the kernel takes the static path).
         dynamic = variant.dynamic_tiles and ctas < tiles
-        self.sched_at, self.sched_words = (offsets["tile_sched"], 1 + ctas) if dynamic else (None, 0)
+        self.sched_words = 1 + ctas if dynamic else 0
         # The backward launch plans of this forward's results (bwd.backward with fwd_plan).
         self.backward_plans: dict = {}
 
+    def _out(self, q):
+        """A fresh out with the plan's shape and strides (a method of its own: a test hands the kernel a
+        view inside a guard band instead)."""
+        return q.new_empty_strided(self.out_shape, self.out_stride)
+
     def __call__(self, q, k, v, sink=None):
         """(out, lse) of tensors with the plan's signature; ``sink`` when the plan was made for one."""
-        out = torch.empty_strided(self.out_shape, self.out_stride, dtype=self.dtype, device=self.device)
-        lse = torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
-        block = launch.staging_view(self.size)
-        block[:self.size] = self.template
-        for (at, maker), t in zip(self.slots, (q, k, v, out)):
-            block[at:at + 128] = maker(t.data_ptr())
-        PTR.pack_into(block, self.lse_at, lse.data_ptr())
-        if self.sink_at is not None:
-            PTR.pack_into(block, self.sink_at, sink.data_ptr())
-        if self.sched_at is not None:
-            sched = torch.zeros((self.sched_words,), dtype=torch.int32, device=self.device)
-            PTR.pack_into(block, self.sched_at, sched.data_ptr())
-        launch.launch_staged(self.kernel, self.grid, self.threads, self.dev, launch.stream_handle(self.dev))
+        out = self._out(q)
+        lse = q.new_empty(self.lse_shape, dtype=torch.float32)
+        sched = 0
+        if self.sched_words:
+            sched = torch.zeros((self.sched_words,), dtype=torch.int32, device=self.device).data_ptr()
+        mq, mk, mv, mo = self.makers
+        stream = cdriver.stream(launch.stream_handle(self.dev))
+        with on_device(self.dev):
+            self.prepared.launch(stream, mq(q.data_ptr()), mk(k.data_ptr()), mv(v.data_ptr()), mo(out.data_ptr()),
+                               lse.data_ptr(), sched, 0 if sink is None else sink.data_ptr())
         return out, lse
+
+
+FWD_HEAD = FWD_PARAMS.head("q", "k", "v", "o", "lse", "tile_sched", "sink")   # what a call fills in
 
 
 def fwd_grid(variant: FwdVariant, tiles: int, seqlen_q: int, causal_offset: int, local_offset: int,

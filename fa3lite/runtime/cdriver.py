@@ -139,14 +139,28 @@ def _bindings():
     return driver
 
 
-def launch(function: int, grid, block: int, smem: int, stream: int, argv: int) -> int:
-    """cuLaunchKernel of a kernel with one by-value parameter block; ``argv`` is the address of its
-    kernelParams array (one pointer to the block). Returns the CUresult as an int (the caller knows
-    the kernel's name for the message)."""
-    driver = _bindings()
-    fn = _functions.get(function)
+def function(handle: int):
+    """The cuda.bindings CUfunction of a kernel handle (for launch_function)."""
+    fn = _functions.get(handle)
     if fn is None:
-        fn = _functions[function] = driver.CUfunction(function)
-    (err,) = driver.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block, 1, 1, smem, driver.CUstream(stream),
-                                   argv, 0)
+        fn = _functions[handle] = _bindings().CUfunction(handle)
+    return fn
+
+
+def stream(handle: int):
+    """The cuda.bindings CUstream of a raw stream handle (for launch_function)."""
+    return _bindings().CUstream(handle)
+
+
+def launch_function(fn, grid, block: int, smem: int, cu_stream, argv: int) -> int:
+    """cuLaunchKernel of a kernel with one by-value parameter block, its CUfunction and CUstream
+    already wrapped (function(), stream()); ``argv`` is the address of its kernelParams array (one
+    pointer to the block). Returns the CUresult as an int (the caller knows the kernel's name for
+    the message)."""
+    (err,) = _bindings().cuLaunchKernel(fn, grid[0], grid[1], grid[2], block, 1, 1, smem, cu_stream, argv, 0)
     return int(err)
+
+
+def launch(handle: int, grid, block: int, smem: int, stream_handle: int, argv: int) -> int:
+    """launch_function of a raw kernel handle on a raw stream handle."""
+    return launch_function(function(handle), grid, block, smem, stream(stream_handle), argv)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import struct
 import threading
 
 from ..errors import KernelUnavailable
@@ -136,6 +137,51 @@ def launch_current(kernel: Loaded, grid: tuple[int, int, int], block: int, devic
         raise CudaDriverError(f"launching kernel {kernel.name} on cuda:{device_index} (grid {tuple(grid)}, "
                               f"block {block}, {kernel.smem_bytes} bytes of dynamic shared memory) failed: "
                               f"{cdriver.describe(err)}")
+
+
+class Prepared:
+    """One kernel's launch for one call signature: grid, block and the parameter block, of which a
+    call supplies only the leading fields (addresses and tensor maps, ``head``: a struct format of
+    them, e.g. "<128s128s6Q"); the rest is the fixed ``template`` tail. A call packs both into the
+    thread's staging block with one precompiled struct and launches: ``launch(stream, *head_values)``
+    inside ``on_device`` (the caller's block, so several launches ask for the context once)."""
+
+    __slots__ = ("kernel", "grid", "threads", "device_index", "_pack", "_tail", "_size", "_function")
+
+    def __init__(self, kernel: Loaded, grid: tuple[int, int, int], threads: int, template: bytes, head: str,
+                 device_index: int):
+        head_bytes = struct.calcsize(head)
+        if head_bytes > len(template):
+            raise ValueError(f"head {head!r} takes {head_bytes} bytes, more than the {len(template)}-byte block")
+        self.kernel, self.grid, self.threads, self.device_index = kernel, tuple(grid), threads, device_index
+        self._tail = template[head_bytes:]
+        self._pack = struct.Struct(f"{head}{len(self._tail)}s").pack_into
+        self._size = len(template)
+        self._function = None   # the cuda.bindings CUfunction, made on the first launch
+
+    def pack(self, *head) -> memoryview:
+        """The thread's staging block with this launch's parameters: ``head`` then the template's tail."""
+        staging = _staging
+        if self._size > staging.size:
+            staging.grow(self._size)
+        self._pack(staging.view, 0, *head, self._tail)
+        return staging.view[:self._size]
+
+    def launch(self, stream, *head) -> None:
+        """``stream``: a cuda.bindings CUstream (cdriver.stream) of torch's current stream."""
+        staging = _staging
+        if self._size > staging.size:
+            staging.grow(self._size)
+        self._pack(staging.view, 0, *head, self._tail)
+        if self._function is None:
+            self._function = cdriver.function(self.kernel.handle)
+        err = cdriver.launch_function(self._function, self.grid, self.threads, self.kernel.smem_bytes, stream,
+                                      staging.argv_addr)
+        if err:
+            kernel = self.kernel
+            raise CudaDriverError(f"launching kernel {kernel.name} on cuda:{self.device_index} (grid {self.grid}, "
+                                  f"block {self.threads}, {kernel.smem_bytes} bytes of dynamic shared memory) "
+                                  f"failed: {cdriver.describe(err)}")
 
 
 def stream_handle(device_index: int) -> int:

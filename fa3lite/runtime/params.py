@@ -77,6 +77,22 @@ class ParamStruct:
             defs.append(("FA3LITE_PARAMS_OK", self.layout_check()))
         return tuple(defs)
 
+    def head(self, *names: str) -> str:
+        """struct format of the leading fields ``names`` (in declaration order, no padding between
+        them), the part of a block that launch.Prepared fills in per call: tma fields as 128-byte
+        strings, the rest numbers."""
+        if tuple(f for f, _ in self.fields[:len(names)]) != names:
+            raise ValueError(f"{self.name}: {names} are not its leading fields "
+                             f"{tuple(f for f, _ in self.fields[:len(names)])}")
+        fmt, off = "<", 0
+        for fname, ftype in self.fields[:len(names)]:
+            code, size, _ = _TYPES[ftype]
+            if self.offsets[fname] != off:
+                raise ValueError(f"{self.name}.{fname}: padding before it (offset {self.offsets[fname]}, not {off})")
+            fmt += f"{size}s" if code is None else code
+            off += size
+        return fmt
+
     def pack(self, **values) -> bytes:
         """Bytes of one struct; tma fields take 128-byte blobs, the rest numbers."""
         buf = bytearray(self.size)
