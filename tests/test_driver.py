@@ -197,7 +197,7 @@ def test_param_heads_must_be_leading_fields_without_padding():
 
 def test_prepared_launch_failure_names_kernel_device_grid_block_and_shared_memory(monkeypatch):
     monkeypatch.setattr(cdriver, "function", lambda handle: handle)
-    monkeypatch.setattr(cdriver, "launch_function", lambda *args: 701)   # CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+    monkeypatch.setattr(cdriver, "kernel_launcher", lambda: lambda *args: (701,))   # CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
     prepared = launch.Prepared(_loaded(), (4096, 1, 1), 384, b"\0" * 64, "<Q", 1)
     with pytest.raises(driver.CudaDriverError) as info:
         prepared.launch(None, 0)

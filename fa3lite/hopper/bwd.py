@@ -423,7 +423,8 @@ class _BwdPlan:
 
     def _buffer(self, like, shape):
         """A buffer the kernels fill completely, with ``like``'s dtype and device (new_empty parses less
-        than torch.empty): NaN-poisoned in debug builds, so a missed element shows."""
+        than torch.empty; only ``like``'s dtype and device count: the eager node hands SDPA's
+        (B, H, S, D) tensors in as they are): NaN-poisoned in debug builds, so a missed element shows."""
         if self.debug:
             return torch.full(shape, math.nan, dtype=like.dtype, device=self.device)
         return like.new_empty(shape)

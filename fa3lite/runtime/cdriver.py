@@ -152,6 +152,12 @@ def stream(handle: int):
     return _bindings().CUstream(handle)
 
 
+def kernel_launcher():
+    """cuda.bindings' cuLaunchKernel itself, for callers that launch often (launch.Prepared): one
+    Python call a launch. Returns a one-tuple (CUresult,)."""
+    return _bindings().cuLaunchKernel
+
+
 def launch_function(fn, grid, block: int, smem: int, cu_stream, argv: int) -> int:
     """cuLaunchKernel of a kernel with one by-value parameter block, its CUfunction and CUstream
     already wrapped (function(), stream()); ``argv`` is the address of its kernelParams array (one

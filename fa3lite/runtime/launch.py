@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import struct
 import threading
 
@@ -146,7 +147,7 @@ class Prepared:
     thread's staging block with one precompiled struct and launches: ``launch(stream, *head_values)``
     inside ``on_device`` (the caller's block, so several launches ask for the context once)."""
 
-    __slots__ = ("kernel", "grid", "threads", "device_index", "_pack", "_tail", "_size", "_function")
+    __slots__ = ("kernel", "grid", "threads", "device_index", "_pack", "_tail", "_size", "_function", "_driver_launch")
 
     def __init__(self, kernel: Loaded, grid: tuple[int, int, int], threads: int, template: bytes, head: str,
                  device_index: int):
@@ -157,7 +158,8 @@ class Prepared:
         self._tail = template[head_bytes:]
         self._pack = struct.Struct(f"{head}{len(self._tail)}s").pack_into
         self._size = len(template)
-        self._function = None   # the cuda.bindings CUfunction, made on the first launch
+        self._function = None   # the cuda.bindings CUfunction, made on the first launch ...
+        self._driver_launch = None   # ... and cuLaunchKernel, looked up once
 
     def pack(self, *head) -> memoryview:
         """The thread's staging block with this launch's parameters: ``head`` then the template's tail."""
@@ -174,22 +176,31 @@ class Prepared:
             staging.grow(self._size)
         self._pack(staging.view, 0, *head, self._tail)
         if self._function is None:
-            self._function = cdriver.function(self.kernel.handle)
-        err = cdriver.launch_function(self._function, self.grid, self.threads, self.kernel.smem_bytes, stream,
-                                      staging.argv_addr)
+            self._function, self._driver_launch = cdriver.function(self.kernel.handle), cdriver.kernel_launcher()
+        g = self.grid
+        (err,) = self._driver_launch(self._function, g[0], g[1], g[2], self.threads, 1, 1, self.kernel.smem_bytes,
+                                     stream, staging.argv_addr, 0)
         if err:
             kernel = self.kernel
             raise CudaDriverError(f"launching kernel {kernel.name} on cuda:{self.device_index} (grid {self.grid}, "
                                   f"block {self.threads}, {kernel.smem_bytes} bytes of dynamic shared memory) "
-                                  f"failed: {cdriver.describe(err)}")
+                                  f"failed: {cdriver.describe(int(err))}")
+
+
+@functools.cache
+def _raw_stream():
+    """torch's private accessor of the current stream's raw handle (returns the int directly, ~0.3 us;
+    torch.cuda.current_stream builds a Stream object first, several us), or None in a torch without it."""
+    import torch
+
+    return getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
 def stream_handle(device_index: int) -> int:
-    """Raw handle of torch's current stream on a device. torch's private accessor returns the int
-    directly (~0.3 us); torch.cuda.current_stream builds a Stream object first (several us)."""
-    import torch
-
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    """Raw handle of torch's current stream on a device."""
+    raw = _raw_stream()
     if raw is not None:
         return raw(device_index)
+    import torch
+
     return torch.cuda.current_stream(device_index).cuda_stream
