@@ -69,9 +69,9 @@ def flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend
 
 def sdpa_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend):
     """Key of a scaled_dot_product_attention call, or None (any mask, dropout or loose type)."""
-    if attn_mask is not None or type(dropout_p) is not float or dropout_p != 0.0:
-        return None
-    if not _exact((is_causal, enable_gqa), scale, backend):
+    if not (attn_mask is None and type(dropout_p) is float and dropout_p == 0.0 and type(is_causal) is bool
+            and type(enable_gqa) is bool and type(scale) in _SCALES and type(backend) is str
+            and not torch.compiler.is_compiling()):   # spelled out: runs on every call (as in flash_key)
         return None
     try:
         return ("sdpa", _tensor(query), _tensor(key), _tensor(value), is_causal, scale, enable_gqa, backend,
