@@ -10,9 +10,10 @@ The call, in FlashAttention's order of events:
 Kernels: the sequences are handed to the varlen path (ops.varlen_attention) as one packed batch:
 query rows (B * Sq, Hq, D); keys read in place from the cache viewed as (B_cache * S_cache, Hk, D),
 sequence b starting at row cache_batch_idx[b] * S_cache + cache_leftpad[b] and using seqused_k[b]
-rows. A paged cache is first gathered per batch row into a contiguous (B, pages * page_size, Hk, D)
-copy (one read and one write of the pages in use; a kernel reading pages in place is open work,
-issue 13). With GQA the query heads that share a K/V head are packed into the rows of one head
+rows. A paged cache is read in place through its page table by the split kernel where its page size
+tiles the kernel's copies (_pages_in_place), else first gathered per batch row into a contiguous
+(B, pages * page_size, Hk, D) copy. New K/V rows are written by torch's ops on a signature's first
+call and by the append kernel (fa3lite/hopper/append.py: one launch for K and V) on its repeats. With GQA the query heads that share a K/V head are packed into the rows of one head
 (pack_gqa; rows (position, head in group), each keeping its position's causal or window mask), so
 each K/V row is read once per K/V head, not once per query head. Where a sequence's query rows fit
 one 64-row tile (a decode step), the split-KV kernel runs: each tile's keys shared over num_splits
@@ -188,24 +189,28 @@ class _Layout:
     def pack_group(self) -> int:
         return self.group if self.packs else 1
 
-    def inputs(self, q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, leftpad, page_table):
+    def inputs(self, q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, leftpad, page_table,
+               appender=None):
         """Rotary and the append (in place), then the varlen path's (q rows (B * rows, heads, D), [k
-        rows, v rows], cu_seqlens_q, cu_seqlens_k, seqused_k)."""
+        rows, v rows], cu_seqlens_q, cu_seqlens_k, seqused_k). ``appender``: None, or a callable
+        that writes k and v into the caches (the append kernel's launch, _Plan) and returns whether
+        it did; otherwise torch's ops do (_append)."""
         b, sq, dev = self.b, self.sq, q.device
         s_new = 0 if k is None else k.shape[1]
         if k is not None:
-            end = _ends(cache_seqlens, b, self.rows_per_seq, dev).to(torch.int64)
-            start = None if leftpad is None else leftpad.to(torch.int64)
             if cos is not None:
-                logical = end if start is None else end - start   # the first appended row's position
+                end = _ends(cache_seqlens, b, self.rows_per_seq, dev).to(torch.int64)
+                logical = end if leftpad is None else end - leftpad.to(torch.int64)   # the first new row's position
                 k = rotary.apply_rotary(k, cos, sin, _positions(logical, s_new, cos.shape[0]), self.interleaved)
                 # flash_attn's rule: queries of a causal or windowed call are the appended tokens
                 # themselves; otherwise every query sits at the append position.
                 same = not (self.causal or self.windowed)
                 q = rotary.apply_rotary(q, cos, sin, _positions(logical, sq, cos.shape[0], same), self.interleaved)
-            row = _constant(("arange", b, 1), dev) if batch_idx is None else batch_idx.to(torch.int64)
-            for cache, new in ((k_cache, k), (v_cache, v)):
-                _append(cache, new, end, row, page_table)
+            if appender is None or not appender(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table):
+                end = _ends(cache_seqlens, b, self.rows_per_seq, dev).to(torch.int64)
+                row = _constant(("arange", b, 1), dev) if batch_idx is None else batch_idx.to(torch.int64)
+                for cache, new in ((k_cache, k), (v_cache, v)):
+                    _append(cache, new, end, row, page_table)
         if self.paged and not self.pages_in_place:
             keys = [_gathered(c, page_table) for c in (k_cache, v_cache)]
         else:
@@ -240,13 +245,24 @@ class _Layout:
 class _Plan:
     """A signature that ran on the kernels: its layout and the varlen kernel's launch plan, called
     with the same arguments as flash_attn_with_kvcache's tensors (checks and dispatch skipped: the
-    signature's key, fa3lite.callkey, covers everything they read)."""
+    signature's key, fa3lite.callkey, covers everything they read). New K/V rows go into the cache
+    through the append kernel where it takes them (its plan made on the first call with rows to
+    append; False where it cannot), else through torch's ops."""
 
     def __init__(self, layout: _Layout, kernel):
-        self.layout, self.kernel = layout, kernel
+        self.layout, self.kernel, self.appends = layout, kernel, None
+
+    def _append(self, k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table) -> bool:
+        if self.appends is None:
+            if k.is_cuda and torch.cuda.is_current_stream_capturing():
+                return False   # no module load inside a CUDA graph capture: torch's ops this time
+            self.appends = ops.kv_append_plan(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table) or False
+        if self.appends:
+            self.appends(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table)
+        return bool(self.appends)
 
     def __call__(self, *args):
-        qrows, keys, cu_q, cu_k, used_k = self.layout.inputs(*args)
+        qrows, keys, cu_q, cu_k, used_k = self.layout.inputs(*args, appender=self._append)
         if self.layout.pages_in_place:
             out, lse = self.kernel(qrows, keys[0], keys[1], cu_q, cu_k, None, used_k, None, args[_PAGE_TABLE_ARG])
         else:

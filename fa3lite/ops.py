@@ -140,6 +140,16 @@ def varlen_forward_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: f
                                          pack_group, paged)
 
 
+def kv_append_plan(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table):
+    """The KV-cache append kernel's launch for tensors of this (validated) signature, called with the
+    same arguments; None where it cannot take them or cannot be loaded (the caller then appends with
+    torch's ops; fa3lite.hopper.append)."""
+    try:
+        return _hopper().append_plan(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table)
+    except KernelUnavailable:
+        return None
+
+
 def forward_plan(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False,
                  local_offset: int | None = None, softcap: float = 0.0, sink=None):
     """The kernels' launch plan for this forward signature, once a call built one (else None)."""
@@ -330,8 +340,9 @@ def _planned_grads(ctx, dout):
     hopper.bwd.backward keeps on the forward plan for this dout layout and these flags, or None when
     the call needs _grads: no forward plan, no backward plan yet for this layout, a sink, an operand
     the tensor maps cannot take as it is, or a backward that records a graph (grad mode on). The
-    plan reads only addresses, so torch-layout (B, H, S, D) tensors go in as they are; its key is
-    that of their (B, S, H, D) views, as _grads passes them."""
+    plan reads only addresses, so torch-layout (B, H, S, D) tensors go in as they are and their
+    gradients come out in that order (torch_layout); its key is that of their (B, S, H, D) views,
+    as _grads passes them."""
     call = ctx.call
     plan = call.plan
     if plan is None or torch.is_grad_enabled():
@@ -348,9 +359,7 @@ def _planned_grads(ctx, dout):
                                         call.deterministic and need_q, need_q, need_dkv))
     if backward is None or backward.any_copy:
         return None
-    dq, dk, dv = backward(dout, q, k, v, out, lse)
-    if call.bhsd:
-        dq, dk, dv = (None if g is None else g.transpose(1, 2) for g in (dq, dk, dv))
+    dq, dk, dv = backward(dout, q, k, v, out, lse, None, call.bhsd)   # bhsd: gradients in torch's order
     return dq if need_q else None, dk if need_k else None, dv if need_v else None, None, None
 
 

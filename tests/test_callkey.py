@@ -222,22 +222,25 @@ class _FakePlan:
 
 class _FakeBackwardPlan:
     """A backward launch plan's interface (hopper.bwd._BwdPlan) running the fallback on the
-    addresses it is given, as the real one does: torch-layout tensors (``bhsd``) are read as their
-    (B, S, H, D) views; gradients come back (B, S, H, D) contiguous, None where not needed."""
+    addresses it is given, as the real one does: torch-layout tensors (``torch_layout``) are read as
+    their (B, S, H, D) views; gradients come back (B, S, H, D) contiguous (torch_layout: as (B, H, S,
+    D) tensors over that memory), None where not needed."""
 
     any_copy = False
 
     def __init__(self, plan, need_dq, need_dkv, log):
         self.plan, self.need, self.log = plan, (need_dq, need_dkv), log
 
-    def __call__(self, dout, q, k, v, out, lse, sink=None):
+    def __call__(self, dout, q, k, v, out, lse, sink=None, torch_layout=False):
         self.log.append(self.need)
-        if self.plan.bhsd:
+        assert torch_layout == self.plan.bhsd
+        if torch_layout:
             dout, q, k, v, out = (t.transpose(1, 2) for t in (dout, q, k, v, out))
         scale, causal, offset = self.plan.attention[:3]
         dq, dk, dv = fallback.backward(dout, q, k, v, out, lse, scale, causal, offset, need_dq=self.need[0],
                                        need_dkv=self.need[1])
-        return tuple(None if g is None else g.contiguous() for g in (dq, dk, dv))
+        grads = (None if g is None else g.contiguous() for g in (dq, dk, dv))
+        return tuple(g.transpose(1, 2) if torch_layout and g is not None else g for g in grads)
 
 
 def test_a_repeat_without_autograd_goes_straight_to_the_attached_plan(kernels_on_cpu, monkeypatch):
@@ -460,8 +463,23 @@ def varlen_kernels_on_cpu(monkeypatch):
         seen["checks"] += 1
         return real_problems(*a)
 
+    def append_plan(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table):
+        """The append kernel's stand-in: torch's append (the GPU tests hold the kernel to its bits)."""
+        def append(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table):
+            seen["kernel_appends"] += 1
+            rows = k_cache.shape[1] * (1 if page_table is None else page_table.shape[1])
+            end = cache_seqlens.long() if isinstance(cache_seqlens, torch.Tensor) else torch.full((k.shape[0],),
+                                                                                                cache_seqlens)
+            row = torch.arange(k.shape[0]) if batch_idx is None else batch_idx.long()
+            for cache, new in ((k_cache, k), (v_cache, v)):
+                fa3lite.kvcache._append(cache, new, end, row, page_table)
+            assert rows > 0
+        return append
+
+    seen["kernel_appends"] = 0
     monkeypatch.setattr(hopper, "forward_varlen", forward_varlen)
     monkeypatch.setattr(hopper, "forward_varlen_plan", forward_varlen_plan)
+    monkeypatch.setattr(hopper, "append_plan", append_plan)
     monkeypatch.setattr(fa3lite.kvcache, "_problems", problems)
     callkey.forget()
     yield seen
@@ -471,8 +489,9 @@ def varlen_kernels_on_cpu(monkeypatch):
 @pytest.mark.parametrize("appends", [False, True])
 @pytest.mark.parametrize("sq", [1, 3])
 def test_kvcache_repeat_goes_to_the_plan_with_the_same_result(varlen_kernels_on_cpu, appends, sq):
-    """A repeated signature skips the checks and the dispatch and calls the attached plan; results and
-    the cache after an append equal the first call's (which took the full path); lse too."""
+    """A repeated signature skips the checks and the dispatch and calls the attached plan (which appends
+    through the append kernel); results and the cache after an append equal the first call's (which
+    took the full path, torch's append); lse too."""
     seen = varlen_kernels_on_cpu
     q, kc, vc = _kv_inputs(sq=sq)
     new = [torch.randn(2, sq, 2, 64, generator=torch.Generator().manual_seed(s)) for s in (1, 2)] if appends \
@@ -484,7 +503,7 @@ def test_kvcache_repeat_goes_to_the_plan_with_the_same_result(varlen_kernels_on_
         results.append(fa3lite.flash_attn_with_kvcache(q, kcc, vcc, new[0], new[1], cache_seqlens=seqlens,
                                                        causal=True, return_softmax_lse=True))
         caches.append((kcc, vcc))
-    assert seen == {"plans": 1, "planned_calls": 2, "checks": 1, "paged": None}
+    assert seen == {"plans": 1, "planned_calls": 2, "checks": 1, "paged": None, "kernel_appends": 2 if appends else 0}
     for (out, lse), (kcc, vcc) in zip(results[1:], caches[1:]):
         assert torch.equal(out, results[0][0]) and torch.equal(lse, results[0][1])
         assert torch.equal(kcc, caches[0][0]) and torch.equal(vcc, caches[0][1])
@@ -524,4 +543,5 @@ def test_kvcache_pages_in_place_through_the_plan(varlen_kernels_on_cpu, page_siz
                                              causal=True)
         torch.testing.assert_close(got, want)
     assert seen["plans"] == 1 and seen["planned_calls"] == 3 - (0 if in_place else 1)
+    assert seen["kernel_appends"] == 2   # the repeats append through the (stand-in) append kernel
     assert seen["paged"] == ((page_size, pages) if in_place else None)

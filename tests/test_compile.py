@@ -76,6 +76,17 @@ def test_combine_variant_resources_and_sass(variant):
     assert sass.get("MUFU.EX2", 0) >= 2 and sass.get("MUFU.LG2", 0) >= 1, sorted(sass)   # weights, the merged LSE
 
 
+def test_append_kernel_resources_and_sass():
+    """The KV-cache append copies 16-byte chunks: vector loads and stores, no local memory."""
+    from fa3lite.hopper.append import append_spec
+
+    info = spec_info(append_spec(), 0)
+    sass = info["sass"]
+    assert info["spill_bytes"] == 0 and info["stack_bytes"] == 0, info["ptxas_log"]
+    assert "LDL" not in sass and "STL" not in sass, "local memory in the SASS"
+    assert sass.get("LDG.E.128", 0) >= 2 and sass.get("STG.E.128", 0) >= 2, sorted(sass)   # K's and V's rows
+
+
 def test_split_variants_cover_every_varlen_kernel():
     variants = all_fwd_variants()
     varlen = {dataclasses.replace(v, split=False, tile=None) for v in variants if v.varlen and not v.split}

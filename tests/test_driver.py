@@ -152,16 +152,17 @@ def _loaded():
     return launch.Loaded(handle=1, smem_bytes=200_000, name="fa3lite_bwd")
 
 
-@pytest.mark.parametrize("which", ["fwd", "pre", "main", "post"])
+@pytest.mark.parametrize("which", ["fwd", "pre", "main", "post", "append"])
 def test_prepared_launch_packs_the_call_fields_over_the_plan_template(which):
     """The bytes a prepared launch hands the driver are exactly ParamStruct.pack of the whole
     struct with the call's fields (its head) and the plan's (the template) -- for every block the
     plans launch, so the head formats and field order cannot drift from the structs."""
-    from fa3lite.hopper import bwd, fwd
+    from fa3lite.hopper import append, bwd, fwd
     from fa3lite.variants import FWD_PARAMS
 
     params, head = {"fwd": (FWD_PARAMS, fwd.FWD_HEAD), "pre": (bwd.PRE_PARAMS, bwd.PRE_HEAD),
-                    "main": (bwd.BWD_PARAMS, bwd.MAIN_HEAD), "post": (bwd.POST_PARAMS, bwd.POST_HEAD)}[which]
+                    "main": (bwd.BWD_PARAMS, bwd.MAIN_HEAD), "post": (bwd.POST_PARAMS, bwd.POST_HEAD),
+                    "append": (append.APPEND_PARAMS, append.APPEND_HEAD)}[which]
     types = dict(params.fields)
 
     def values(seed):

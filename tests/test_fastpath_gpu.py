@@ -154,14 +154,16 @@ def test_backward_plans_kept_per_forward_plan_follow_the_dout_layout():
             torch.testing.assert_close(loose[0].float(), want[0].float(), atol=2e-2, rtol=2e-2)
 
 
+@pytest.mark.parametrize("heads_kv", [4, 2], ids=["mha", "gqa"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_sdpa_with_gradients_matches_flash_on_views_bitwise(causal):
+def test_sdpa_with_gradients_matches_flash_on_views_bitwise(causal, heads_kv):
     """The SDPA entry with autograd (torch's layout straight into the eager node, the attached
-    torch-layout plan from the second call on) gives flash_attn_func's bits on the transposed views,
-    call after call, with deterministic algorithms on (so dq's additions are ordered too)."""
+    torch-layout plan from the second call on, whose gradients are made in torch's layout) gives
+    flash_attn_func's bits on the transposed views, call after call, with deterministic algorithms
+    on (so dq's additions are ordered too)."""
     gen = torch.Generator(device="cuda").manual_seed(13)
     q = torch.randn(2, 4, 200, 128, device="cuda", generator=gen).bfloat16().requires_grad_()
-    k, v = (torch.randn(2, 2, 200, 128, device="cuda", generator=gen).bfloat16().requires_grad_()
+    k, v = (torch.randn(2, heads_kv, 200, 128, device="cuda", generator=gen).bfloat16().requires_grad_()
             for _ in range(2))
     dout = torch.randn(2, 4, 200, 128, device="cuda", generator=gen).bfloat16()
     views = [t.detach().transpose(1, 2).requires_grad_() for t in (q, k, v)]

@@ -245,3 +245,102 @@ def test_against_the_numba_oracle(page_size, sq):
                                      x["page_table"], True, (-1, -1), True, SCALE, dtype=x["q"].dtype)
     check_rule("out", out, ref_out, pt_out)
     check_rule("lse", lse, ref_lse, pt_lse.float())
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "batch_idx32", "batch_idx64", "paged16", "paged64"])
+@pytest.mark.parametrize("s_new", [1, 5])
+@pytest.mark.parametrize("lengths", ["tensor", "int"])
+def test_append_kernel_writes_the_bits_torch_appends(layout, s_new, lengths):
+    """The append kernel (hopper.append_plan) against torch's append (kvcache._append) on NaN-filled
+    caches: every element equal, with appends crossing page boundaries, positions past the capacity
+    clamped onto the last row, cache rows picked by batch_idx, and V's own head dim."""
+    from fa3lite import kvcache
+
+    g = torch.Generator(device="cuda").manual_seed(3)
+    b, hk, d, dv = 3, 2, 128, 64
+    paged = layout.startswith("paged")
+    if paged:
+        page_size, pages = int(layout[5:]), 3
+        units, rows_per_unit = b * pages + 2, page_size
+        table = torch.randperm(units, device="cuda", generator=g)[:b * pages].view(b, pages).to(torch.int32)
+        capacity = pages * page_size
+    else:
+        units, rows_per_unit, table, capacity = 5, 40, None, 40
+    batch_idx = None
+    if layout.startswith("batch_idx"):
+        batch_idx = torch.tensor([4, 0, 2], device="cuda", dtype=torch.int32 if layout.endswith("32") else torch.int64)
+    k_cache = torch.full((units, rows_per_unit, hk, d), float("nan"), device="cuda", dtype=torch.bfloat16)
+    v_cache = torch.full((units, rows_per_unit, hk, dv), float("nan"), device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(b, s_new, hk, d, device="cuda", generator=g).bfloat16()
+    v = torch.randn(b, s_new, hk, dv, device="cuda", generator=g).bfloat16()
+    # one new row: the last batch row's lands past the capacity and is clamped onto the last row;
+    # five: it ends exactly there (clamping several rows onto one would leave the winner unordered,
+    # in index_copy_ as in the kernel); paged, the middle batch row's rows cross a page boundary
+    last = capacity + 3 if s_new == 1 else capacity - s_new
+    middle = rows_per_unit - 1 if paged else 17
+    seqlens = (torch.tensor([0, middle, last], dtype=torch.int32, device="cuda")
+               if lengths == "tensor" else capacity - s_new)
+    plan = hopper.append_plan(k_cache, v_cache, k, v, seqlens, batch_idx, table)
+    assert plan is not None
+    got_k, got_v = k_cache.clone(), v_cache.clone()
+    plan(got_k, got_v, k, v, seqlens, batch_idx, table)
+    end = seqlens.long() if lengths == "tensor" else torch.full((b,), seqlens, device="cuda")
+    row = torch.arange(b, device="cuda") if batch_idx is None else batch_idx.long()
+    for cache, new in ((k_cache, k), (v_cache, v)):
+        kvcache._append(cache, new, end, row, table)
+    assert torch.equal(got_k.nan_to_num(7.0), k_cache.nan_to_num(7.0))
+    assert torch.equal(got_v.nan_to_num(7.0), v_cache.nan_to_num(7.0))
+    assert not got_k.isnan().all() and got_k.isnan().any()   # rows written, others left alone
+
+
+@pytest.mark.parametrize("paged", [False, True])
+def test_repeated_calls_append_through_the_kernel_as_the_first_did(paged):
+    """flash_attn_with_kvcache's first call of a signature appends with torch's ops, its repeats with
+    the append kernel (the plan attached to the signature): same caches and outputs, bit for bit."""
+    pages = -(-700 // 64)
+    x = inputs(torch.bfloat16, sq=2, s_new=2, paged=(pages, 64) if paged else None)
+    lengths = [0, 63, 698 if not paged else pages * 64 - 2]
+    fill(x, x["page_table"], lengths)
+    seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    k0, v0 = x["k_cache"].clone(), x["v_cache"].clone()
+    results = []
+    for _ in range(3):
+        kc, vc = k0.clone(), v0.clone()
+        out = fa3lite.flash_attn_with_kvcache(x["q"], kc, vc, x["k"], x["v"], cache_seqlens=seqlens,
+                                             page_table=x["page_table"], causal=True, backend="fa3lite")
+        results.append((out, kc, vc))
+    for out, kc, vc in results[1:]:
+        assert torch.equal(out, results[0][0])
+        assert torch.equal(kc.nan_to_num(7.0), results[0][1].nan_to_num(7.0))
+        assert torch.equal(vc.nan_to_num(7.0), results[0][2].nan_to_num(7.0))
+
+
+def test_the_append_kernel_loads_outside_a_graph_capture():
+    """A signature's first planned call made inside a CUDA graph capture appends with torch's ops (no
+    module load while capturing, no failure remembered); the next eager call loads and takes the
+    kernel. Replays append and attend as eager calls do."""
+    from fa3lite import callkey
+
+    x = inputs(torch.bfloat16, sq=1, s_new=1, seed=4)
+    fill(x, None, [700] * 3)
+    seqlens = torch.tensor([10, 20, 30], dtype=torch.int32, device="cuda")
+    args = (x["q"], x["k_cache"], x["v_cache"], x["k"], x["v"])
+
+    def step():
+        return fa3lite.flash_attn_with_kvcache(*args, cache_seqlens=seqlens, causal=True, backend="fa3lite")
+
+    callkey.forget()
+    step()   # checked; the plan attached
+    plan = callkey.plan(callkey.kvcache_key(*args, None, None, seqlens, None, None, None, None, True, (-1, -1), 0.0,
+                                            True, 0, None, False, "fa3lite"))
+    assert plan is not None and plan.appends is None
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = step()
+    assert plan.appends is None              # torch's ops inside the capture
+    eager = step()
+    assert plan.appends                      # the kernel, from the first eager repeat on
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, eager)

@@ -1,6 +1,7 @@
 """The launch plans' host side on the CPU (kernels, maps and launches stubbed): what a call hands
 the driver, and that a backward plan reads nothing of its tensors but addresses, dtype and device --
-the eager node (ops._planned_grads) hands it SDPA's (B, H, S, D) tensors as they are."""
+the eager node (ops._planned_grads) hands it SDPA's (B, H, S, D) tensors as they are, and gets their
+gradients in that order without a view op (torch_layout)."""
 from __future__ import annotations
 
 import contextlib
@@ -35,18 +36,46 @@ def stub_kernels(monkeypatch):
     return launched
 
 
-def test_a_backward_plan_reads_only_addresses_dtype_and_device(stub_kernels):
+@pytest.mark.parametrize("hk", [3, 1])   # MHA; GQA (dK/dV summed over the group after the kernel)
+def test_a_backward_plan_reads_only_addresses_dtype_and_device(stub_kernels, hk):
     B, S, H, D = 2, 40, 3, 64
-    q, k, v, dout, out = (torch.randn(B, H, S, D, dtype=torch.bfloat16).transpose(1, 2) for _ in range(5))
+    q, dout, out = (torch.randn(B, H, S, D, dtype=torch.bfloat16).transpose(1, 2) for _ in range(3))
+    k, v = (torch.randn(B, hk, S, D, dtype=torch.bfloat16).transpose(1, 2) for _ in range(2))
     lse = torch.randn(B, H, S)
     plan = bwd._BwdPlan(dout, q, k, v, out, lse, 0.125, common.band(False, 0, None), False, True, True, 0.0, False)
     assert not plan.any_copy
     flash = plan(dout, q, k, v, out, lse)
-    torch_layout = plan(*(t.transpose(1, 2) for t in (dout, q, k, v, out)), lse)   # SDPA's tensors as they are
-    for grads in (flash, torch_layout):
-        assert [tuple(g.shape) for g in grads] == [(B, S, H, D)] * 3
-        assert all(g.is_contiguous() and g.dtype == q.dtype for g in grads)
+    torch_layout = plan(*(t.transpose(1, 2) for t in (dout, q, k, v, out)), lse, None, True)   # SDPA's tensors
+    assert [tuple(g.shape) for g in flash] == [(B, S, H, D)] + [(B, S, hk, D)] * 2
+    assert [tuple(g.shape) for g in torch_layout] == [(B, H, S, D)] + [(B, hk, S, D)] * 2
+    assert all(g.is_contiguous() and g.dtype == q.dtype for g in flash)
+    assert all(g.transpose(1, 2).is_contiguous() and g.dtype == q.dtype for g in torch_layout)
+    assert torch_layout[0]._base is None   # made in that shape, not a view
     (pre1, main1, post1), (pre2, main2, post2) = stub_kernels[:3], stub_kernels[3:]
     assert [name for name, _ in stub_kernels] == ["pre", "main", "post"] * 2
     assert pre1[1][:3] == pre2[1][:3] == (dout.data_ptr(), out.data_ptr(), lse.data_ptr())
     assert main1[1][:4] == main2[1][:4]   # the same maps: the same addresses
+
+
+def test_the_append_kernel_takes_only_what_it_can_copy_in_16_byte_chunks(monkeypatch):
+    """hopper.append_plan: None (torch's append instead) for 32-bit elements, a last dim that is not
+    contiguous, a misaligned address or stride, non-contiguous index tensors; a plan otherwise."""
+    from fa3lite.hopper import append
+
+    monkeypatch.setattr(append, "_AppendPlan", lambda *args: "plan")
+    b, s_new, hk, d = 2, 3, 2, 64
+
+    def call(k=None, k_cache=None, seqlens=None, table=None, dtype=torch.bfloat16):
+        k = torch.zeros(b, s_new, hk, d, dtype=dtype) if k is None else k
+        k_cache = torch.zeros(5, 16, hk, d, dtype=dtype) if k_cache is None else k_cache
+        seqlens = torch.zeros(b, dtype=torch.int32) if seqlens is None else seqlens
+        return append.append_plan(k_cache, k_cache.clone(), k, k.clone(), seqlens, None, table)
+
+    assert call() == "plan" and call(seqlens=7) == "plan"
+    assert call(table=torch.zeros(b, 4, dtype=torch.int32)) == "plan"
+    assert call(dtype=torch.float32) is None
+    assert call(k=torch.zeros(b, s_new, hk, 2 * d, dtype=torch.bfloat16)[..., ::2]) is None     # last dim strided
+    assert call(k=torch.zeros(b, s_new, hk, d + 1, dtype=torch.bfloat16)[..., 1:]) is None      # misaligned
+    assert call(k_cache=torch.zeros(5, 16, hk, d + 4, dtype=torch.bfloat16)[..., :d]) is None   # stride of 68
+    assert call(seqlens=torch.zeros(2 * b, dtype=torch.int32)[::2]) is None
+    assert call(table=torch.zeros(4, b, dtype=torch.int32).t()) is None

@@ -384,6 +384,9 @@ class _BwdPlan:
         self.group = (Hk, Hq // Hk)
         # dK is q's head dim wide, dV v's (per query head in f32 with GQA, then summed over the group)
         self.q_shape, self.dk_shape, self.dv_shape = (B, Sq, Hq, D), (B, Sk, Hq, D), (B, Sk, Hq, Dv)
+        # the same buffers as torch's (B, H, S, D) tensors (torch_layout calls): shape and strides
+        self.torch_shapes = tuple(((b, h, s, d), (s * h * d, d, h * d, 1)) for b, s, h, d in
+                                  (self.q_shape, self.dk_shape, self.dv_shape))
         self.stats_shape = (B, Hq, rows_pad) if has_sink else None
 
         rows_per_block = _AUX_THREADS // (variant.kernel_dim // 8)
@@ -421,15 +424,19 @@ class _BwdPlan:
                          self.dev)
             for t, rows in ((q, block_m), (k, variant.block_n), (v, variant.block_n), (dout, block_m)))
 
-    def _buffer(self, like, shape):
+    def _buffer(self, like, shape, stride=None):
         """A buffer the kernels fill completely, with ``like``'s dtype and device (new_empty parses less
         than torch.empty; only ``like``'s dtype and device count: the eager node hands SDPA's
-        (B, H, S, D) tensors in as they are): NaN-poisoned in debug builds, so a missed element shows."""
-        if self.debug:
-            return torch.full(shape, math.nan, dtype=like.dtype, device=self.device)
-        return like.new_empty(shape)
+        (B, H, S, D) tensors in as they are) and ``stride`` if given: NaN-poisoned in debug builds,
+        so a missed element shows."""
+        t = like.new_empty(shape) if stride is None else like.new_empty_strided(shape, stride)
+        return t.fill_(math.nan) if self.debug else t
 
-    def __call__(self, dout, q, k, v, out, lse, sink=None):
+    def __call__(self, dout, q, k, v, out, lse, sink=None, torch_layout=False):
+        """(dq, dk, dv[, dsink]) of tensors with the plan's signature. ``torch_layout``: they come as
+        torch's (B, H, S, D) tensors over the same memory (the plan reads addresses, dtype and device
+        only), and the gradients go out as (B, H, S, D) tensors too, made with the (B, S, H, D)
+        memory layout the kernels write (no view op each)."""
         if self.any_copy:
             q, k, v, dout, out = (t.clone(memory_format=torch.contiguous_format) if c else t
                                   for c, t in zip(self.copies, (q, k, v, dout, out)))
@@ -440,11 +447,15 @@ class _BwdPlan:
         sems = accum + 4 * self.accum if self.sems else 0
         lse_log2 = work.data_ptr() + 4 * (self.accum + self.sems)
         dpsum = lse_log2 + 4 * self.rows
-        dq = self._buffer(q, self.q_shape) if self.need_dq else None
+        tq, tk, tv = self.torch_shapes if torch_layout else ((self.q_shape, None), (self.dk_shape, None),
+                                                             (self.dv_shape, None))
+        dq = self._buffer(q, *tq) if self.need_dq else None
         dk = dv = None
         if self.need_dkv:
-            like = lse if self.gqa else q   # GQA: per query head in float32, summed over the group below
-            dk, dv = self._buffer(like, self.dk_shape), self._buffer(like, self.dv_shape)
+            if self.gqa:   # per query head in float32, summed over the group below
+                dk, dv = self._buffer(lse, self.dk_shape), self._buffer(lse, self.dv_shape)
+            else:
+                dk, dv = self._buffer(q, *tk), self._buffer(q, *tv)
         stream = cdriver.stream(launch.stream_handle(self.dev))
         mq, mk, mv, mdo = self.makers
         with on_device(self.dev):
@@ -460,4 +471,6 @@ class _BwdPlan:
         del work   # the launches are queued on the stream: the caching allocator keeps it until they ran
         if self.need_dkv and self.gqa:
             dk, dv = (g.unflatten(2, (self.group[0], self.group[1])).sum(dim=3).to(self.dtype) for g in (dk, dv))
+            if torch_layout:
+                dk, dv = dk.transpose(1, 2), dv.transpose(1, 2)
         return (dq, dk, dv) if dsink is None else (dq, dk, dv, dsink)
