@@ -137,18 +137,4 @@ class CudaTimer:
 
         Returns (host_us, wall_us): wall_us also waits for the GPU to finish the batch.
         """
-        host, wall = [], []
-        with context():
-            for _ in range(max(self.warmup, 3)):
-                call()
-            for _ in range(batches):
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                for _ in range(calls):
-                    call()
-                t1 = time.perf_counter()
-                torch.cuda.synchronize()
-                t2 = time.perf_counter()
-                host.append((t1 - t0) / calls * 1e6)
-                wall.append((t2 - t0) / calls * 1e6)
-        return statistics.median(host), statistics.median(wall)
+        return self.host_times([(call, context)], calls, batches)[0]
