@@ -344,3 +344,27 @@ def test_the_append_kernel_loads_outside_a_graph_capture():
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(out, eager)
+
+
+@pytest.mark.parametrize("paged", [False, True])
+def test_append_kernel_clamps_malformed_device_values(paged):
+    """Lengths, cache rows and page ids out of range (device values the host never reads): the append
+    kernel clamps each to the cache (positions to the last row, rows and pages to the first or last),
+    so nothing is written out of bounds (the device round runs this under compute-sanitizer memcheck)."""
+    g = torch.Generator(device="cuda").manual_seed(9)
+    b, hk, d, units, rows = 3, 2, 64, 4, 16
+    k_cache = torch.zeros(units, rows, hk, d, device="cuda", dtype=torch.bfloat16)
+    v_cache = torch.zeros_like(k_cache)
+    k, v = (torch.randn(b, 1, hk, d, device="cuda", generator=g).bfloat16() for _ in range(2))
+    seqlens = torch.tensor([-7, 10 ** 6, 5], dtype=torch.int32, device="cuda")
+    table = torch.tensor([[-1], [10 ** 6], [2]], dtype=torch.int32, device="cuda") if paged else None
+    batch_idx = None if paged else torch.tensor([-3, 99, 1], dtype=torch.int32, device="cuda")
+    plan = hopper.append_plan(k_cache, v_cache, k, v, seqlens, batch_idx, table)
+    plan(k_cache, v_cache, k, v, seqlens, batch_idx, table)
+    torch.cuda.synchronize()
+    # (unit, row) each batch row's new row lands in: lengths clamped to [0, capacity - 1], then the
+    # unit (cache row or page) clamped to [0, units - 1]
+    want = [(0, 0), (units - 1, rows - 1), (2 if paged else 1, 5)]
+    for i, (unit, row) in enumerate(want):
+        assert torch.equal(k_cache[unit, row], k[i, 0]) and torch.equal(v_cache[unit, row], v[i, 0])
+    assert int((k_cache != 0).any(dim=(2, 3)).sum()) == b   # nothing else written
