@@ -11,14 +11,13 @@ default) and on the calling thread; then a cProfile of each fa3lite entry on the
 import argparse
 import cProfile
 import io
-import json
 import pstats
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import fa3lite
-from host_peer_effect import B, D, H, S, measure   # tools/ is the script's folder, first on sys.path
+from host_peer_effect import B, D, H, S, measure, report   # tools/ is the script's folder, first on sys.path
 
 
 def entries():
@@ -72,13 +71,10 @@ def main():
     res = {"engine_thread": measure(table)}
     torch.autograd.set_multithreading_enabled(False)
     res["calling_thread"] = measure(table)
-    print(json.dumps(res, indent=1))
+    report(res, a.out)
     for name in ("flash_attn_func", "sdpa_entry", "sdpa_entry_bhsd_leaves"):
         print(f"===== cProfile {name} (engine on the calling thread, 300 calls)")
         print(profile(*table[name]))
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump(res, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -16,14 +16,13 @@ the calling thread:
     python3 tools/host_ideal.py [--out FILE.json]
 """
 import argparse
-import json
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import fa3lite
 from fa3lite import callkey
-from host_peer_effect import B, D, H, S, measure   # tools/ is the script's folder, first on sys.path
+from host_peer_effect import B, D, H, S, measure, report   # tools/ is the script's folder, first on sys.path
 
 
 def plans(leaves, do):
@@ -112,10 +111,7 @@ def main():
     with torch.autograd.set_multithreading_enabled(False):
         res["calling_thread"] = measure({k: v for k, v in cases.items() if k in
                                          ("flash", "ideal", "ideal_zeros", "floor", "cudnn", "sdpa_entry")})
-    print(json.dumps(res, indent=1))
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump(res, f, indent=1)
+    report(res, a.out)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,14 @@ def measure(table, rounds=7):
     return {name: round(statistics.median(v), 1) for name, v in got.items()}
 
 
+def report(res: dict, out: str | None) -> None:
+    """Print a probe's results as JSON and write them to ``out`` when given (the host probes share it)."""
+    print(json.dumps(res, indent=1))
+    if out:
+        with open(out, "w") as f:
+            json.dump(res, f, indent=1)
+
+
 def run_fa4(inputs):
     from flash_attn.cute import flash_attn_func as fa4
 
@@ -93,10 +101,7 @@ def main():
         res["after_fa4"] = measure(table)
     except Exception as exc:  # noqa: BLE001 - report what stopped the second half
         res["fa4_error"] = f"{type(exc).__name__}: {exc}"
-    print(json.dumps(res, indent=1))
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump(res, f, indent=1)
+    report(res, a.out)
 
 
 if __name__ == "__main__":

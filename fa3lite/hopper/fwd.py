@@ -50,8 +50,8 @@ class _FwdPlan:
     packed, and a tensor-map maker per operand. A call then only allocates out/lse, fills in the maps
     and the LSE (and sink) address, and launches."""
 
-    __slots__ = ("kernel", "grid", "threads", "dev", "device", "dtype", "out_shape", "out_stride",
-                 "lse_shape", "prepared", "makers", "sched_words", "backward_plans", "attention", "bhsd")
+    __slots__ = ("grid", "dev", "device", "out_shape", "out_stride", "lse_shape", "prepared", "makers",
+                 "sched_words", "backward_plans", "attention", "bhsd")
 
     def __init__(self, q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False,
                  local_offset: int | None = None, softcap: float = 0.0, sink: bool = False):
@@ -66,14 +66,13 @@ class _FwdPlan:
         banded, causal_offset, local_offset = band(causal, causal_offset, local_offset)
         variant = fwd_variant(q, banded, Sk, softcap > 0, Dv, sink)
         self.dev = device_index(q)
-        self.kernel = _loaded(variant, self.dev)
+        kernel = _loaded(variant, self.dev)   # first: a runtime failure surfaces before any device query
         num_m_blocks = -(-Sq // variant.block_m)
         tiles = num_m_blocks * Hq * B
         if tiles > MAX_GRID_X:
             raise ValueError(f"too many tiles for one launch: {tiles} > {MAX_GRID_X}")
         ctas = fwd_grid(variant, tiles, Sq, causal_offset, local_offset, _sm_count(self.dev))
-        self.grid, self.threads = (ctas, 1, 1), variant.threads
-        self.device, self.dtype = q.device, q.dtype
+        self.grid, self.device = (ctas, 1, 1), q.device
         out_stride = (Sq * Hq * Dv, Hq * Dv, Dv, 1)
         if bhsd:
             self.out_shape, self.out_stride = (B, Hq, Sq, Dv), (Sq * Hq * Dv, Dv, Hq * Dv, 1)
@@ -95,7 +94,7 @@ class _FwdPlan:
         )
         # What a call fills in leads the block: the q, k, v, o maps, then the lse, tile_sched and
         # sink addresses (FWD_PARAMS), packed by one struct per launch.
-        self.prepared = launch.Prepared(self.kernel, self.grid, self.threads, template, FWD_HEAD, self.dev)
+        self.prepared = launch.Prepared(kernel, self.grid, variant.threads, template, FWD_HEAD, self.dev)
         es = q.element_size()
         self.makers = tuple(
             tma.MapMaker(q.dtype, tma.bshd_geometry(shape, stride, es, rows, cols, variant.kernel_dim), self.dev)

@@ -140,7 +140,7 @@ def _bindings():
 
 
 def function(handle: int):
-    """The cuda.bindings CUfunction of a kernel handle (for launch_function)."""
+    """The cuda.bindings CUfunction of a kernel handle (made once per kernel)."""
     fn = _functions.get(handle)
     if fn is None:
         fn = _functions[handle] = _bindings().CUfunction(handle)
@@ -148,7 +148,7 @@ def function(handle: int):
 
 
 def stream(handle: int):
-    """The cuda.bindings CUstream of a raw stream handle (for launch_function)."""
+    """The cuda.bindings CUstream of a raw stream handle."""
     return _bindings().CUstream(handle)
 
 
@@ -158,15 +158,10 @@ def kernel_launcher():
     return _bindings().cuLaunchKernel
 
 
-def launch_function(fn, grid, block: int, smem: int, cu_stream, argv: int) -> int:
-    """cuLaunchKernel of a kernel with one by-value parameter block, its CUfunction and CUstream
-    already wrapped (function(), stream()); ``argv`` is the address of its kernelParams array (one
-    pointer to the block). Returns the CUresult as an int (the caller knows the kernel's name for
-    the message)."""
-    (err,) = _bindings().cuLaunchKernel(fn, grid[0], grid[1], grid[2], block, 1, 1, smem, cu_stream, argv, 0)
-    return int(err)
-
-
 def launch(handle: int, grid, block: int, smem: int, stream_handle: int, argv: int) -> int:
-    """launch_function of a raw kernel handle on a raw stream handle."""
-    return launch_function(function(handle), grid, block, smem, stream(stream_handle), argv)
+    """cuLaunchKernel of a kernel with one by-value parameter block, from raw kernel and stream
+    handles; ``argv`` is the address of its kernelParams array (one pointer to the block). Returns the
+    CUresult as an int (the caller knows the kernel's name for the message)."""
+    (err,) = kernel_launcher()(function(handle), grid[0], grid[1], grid[2], block, 1, 1, smem, stream(stream_handle),
+                               argv, 0)
+    return int(err)

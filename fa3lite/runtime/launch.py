@@ -161,20 +161,21 @@ class Prepared:
         self._function = None   # the cuda.bindings CUfunction, made on the first launch ...
         self._driver_launch = None   # ... and cuLaunchKernel, looked up once
 
-    def pack(self, *head) -> memoryview:
-        """The thread's staging block with this launch's parameters: ``head`` then the template's tail."""
+    def _stage(self, head) -> "_Staging":
+        """The thread's staging block, holding this launch's parameters: ``head`` then the template's tail."""
         staging = _staging
         if self._size > staging.size:
             staging.grow(self._size)
         self._pack(staging.view, 0, *head, self._tail)
-        return staging.view[:self._size]
+        return staging
+
+    def pack(self, *head) -> memoryview:
+        """The parameter bytes a launch with ``head`` hands the driver."""
+        return self._stage(head).view[:self._size]
 
     def launch(self, stream, *head) -> None:
         """``stream``: a cuda.bindings CUstream (cdriver.stream) of torch's current stream."""
-        staging = _staging
-        if self._size > staging.size:
-            staging.grow(self._size)
-        self._pack(staging.view, 0, *head, self._tail)
+        staging = self._stage(head)
         if self._function is None:
             self._function, self._driver_launch = cdriver.function(self.kernel.handle), cdriver.kernel_launcher()
         g = self.grid
