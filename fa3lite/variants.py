@@ -105,6 +105,12 @@ def fwd_tile(head_dim: int, causal: bool, seqlen_k: int = 0, softcap: bool = Fal
     return tile
 
 
+def varlen_tile(head_dim: int, causal: bool, max_seqlen_k: int = 0, softcap: bool = False) -> FwdTile:
+    """The tile of a dense varlen kernel: fixed lengths' tile for the batch's longest key range, on a
+    persistent grid whatever the length (its CTAs claim only real tiles: scheduler.cuh varlen_tile)."""
+    return fwd_tile(head_dim, causal, max_seqlen_k, softcap)._replace(persistent=True)
+
+
 FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("o", "tma"),
     ("lse", "ptr"), ("tile_sched", "ptr"), ("sink", "ptr"),
@@ -130,7 +136,7 @@ class FwdVariant:
     debug: bool = False
     tile: FwdTile | None = None   # None: the tile FWD_TILES gives short sequences
     softcap: bool = False         # scores through softcap * tanh(s / softcap): config.cuh kSoftcap
-    varlen: bool = False          # packed variable-length sequences (one CTA per tile): kVarlen
+    varlen: bool = False          # packed variable-length sequences: kVarlen (kVarlenTiles when persistent)
     head_dim_v: int | None = None # V's and O's head dim (None: head_dim): kHeadDimVReal
     sink: bool = False            # learnable sinks in the softmax denominator: kSink
     split: bool = False           # split-KV (varlen, decode tile): kSplit; the tile is split_tile's
@@ -148,8 +154,9 @@ class FwdVariant:
             raise ValueError("paged K/V runs in the split-KV kernel (split=True)")
         if self.tile is None:
             object.__setattr__(self, "tile", split_tile(self.head_dim) if self.split
+                               else varlen_tile(self.head_dim, self.causal, softcap=self.softcap) if self.varlen
                                else fwd_tile(self.head_dim, self.causal, softcap=self.softcap))
-        if self.varlen and self.tile.persistent:
+        if self.split and self.tile.persistent:   # a split CTA writes partial results of one tile
             object.__setattr__(self, "tile", self.tile._replace(persistent=False))
 
     @property
@@ -179,9 +186,9 @@ class FwdVariant:
 
     @property
     def dynamic_tiles(self) -> bool:
-        """Mirror of kDynamicTiles (config.cuh): a persistent causal kernel claims its tiles from a
-        counter (when launched on fewer CTAs than tiles)."""
-        return self.tile.persistent and self.causal
+        """Mirror of kDynamicTiles and kVarlenTiles (config.cuh): a persistent causal kernel claims its
+        tiles from a counter (when launched on fewer CTAs than tiles), a persistent varlen one always."""
+        return self.tile.persistent and (self.causal or self.varlen)
 
     @property
     def separate_o(self) -> bool:
@@ -229,19 +236,22 @@ class FwdVariant:
 
 def all_fwd_variants() -> list[FwdVariant]:
     """Every forward kernel the host can pick (each tile of FWD_TILES, both dtypes, with and without
-    softcap; varlen with the short-sequence tile, one CTA per tile; each with and without a sink)."""
-    tiles = {(d, c, sc): {fwd_tile(d, c, min_seqlen_k, sc) for min_seqlen_k, _ in FWD_TILES[(kernel_head_dim(d), c)]}
-             for d in HEAD_DIMS for c in (False, True) for sc in (False, True)}
-    fixed = [FwdVariant(d, t, c, tile=tile, softcap=sc) for (d, c, sc), ts in tiles.items() for t in DTYPES
-             for tile in sorted(ts)]
-    varlen = [FwdVariant(d, t, c, softcap=sc, varlen=True) for d in HEAD_DIMS for t in DTYPES for c in (False, True)
-              for sc in (False, True)]
+    softcap; varlen likewise with varlen_tile's tiles; each with and without a sink)."""
+    def tiles(d, c, sc, varlen):
+        pick = varlen_tile if varlen else fwd_tile
+        return sorted({pick(d, c, min_seqlen_k, sc) for min_seqlen_k, _ in FWD_TILES[(kernel_head_dim(d), c)]})
+
+    fixed = [FwdVariant(d, t, c, tile=tile, softcap=sc) for d in HEAD_DIMS for c in (False, True)
+             for sc in (False, True) for t in DTYPES for tile in tiles(d, c, sc, False)]
+    varlen = [FwdVariant(d, t, c, tile=tile, softcap=sc, varlen=True) for d in HEAD_DIMS for c in (False, True)
+              for sc in (False, True) for t in DTYPES for tile in tiles(d, c, sc, True)]
     # unequal head dims (HEAD_DIM_PAIRS), fixed and varlen, without softcap
-    unequal = [FwdVariant(d, t, c, head_dim_v=dv, varlen=vl) for d, dv in HEAD_DIM_PAIRS if d != dv
-               for t in DTYPES for c in (False, True) for vl in (False, True)]
-    # split-KV (decode) kernels: every varlen variant with the split tile
-    split = [FwdVariant(v.head_dim, v.dtype, v.causal, softcap=v.softcap, varlen=True, head_dim_v=v.head_dim_v,
-                        split=True) for v in varlen + unequal if v.varlen]
+    unequal = [FwdVariant(d, t, c, tile=tile, head_dim_v=dv, varlen=vl) for d, dv in HEAD_DIM_PAIRS if d != dv
+               for t in DTYPES for c in (False, True) for vl in (False, True) for tile in tiles(d, c, False, vl)]
+    # split-KV (decode) kernels: every varlen variant with the split tile (one per tile-less variant)
+    split = list(dict.fromkeys(
+        FwdVariant(v.head_dim, v.dtype, v.causal, softcap=v.softcap, varlen=True, head_dim_v=v.head_dim_v, split=True)
+        for v in varlen + unequal if v.varlen))
     without = fixed + varlen + unequal + split
     # paged K/V (flash_attn_with_kvcache, which takes no sink): every split variant without a sink
     paged = [dataclasses.replace(v, paged=True) for v in split]

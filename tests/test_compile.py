@@ -12,7 +12,7 @@ from fa3lite.runtime.inspect import (instructions, kernel_info, mask_select_runs
 from fa3lite.hopper.common import OFFSET_LIMIT
 from fa3lite.hopper.combine import all_combine_variants
 from fa3lite.variants import (FWD_PARAMS, FWD_TILES, SOFTCAP_MAX_BLOCK_N, SOFTCAP_TILES, FwdTile, FwdVariant,
-                              all_fwd_variants, fwd_tile, split_tile)
+                              all_fwd_variants, fwd_tile, split_tile, varlen_tile)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -38,6 +38,8 @@ def test_fwd_variant_resources_and_sass(variant):
     if variant.varlen:
         # O copied out row by row (never past the sequence's end); the sequence's maps made in place
         assert "UTMASTG" not in sass and sass.get("STG.E.128", 0) >= 1, sorted(sass)
+        # a dense varlen kernel is persistent and claims its real tiles from a counter (kVarlenTiles)
+        assert variant.tile.persistent != variant.split and (sass.get("ATOMG", 0) >= 1) == variant.tile.persistent
     else:
         assert sass.get("UTMASTG", 0) >= 1      # O through shared memory
     if variant.split:
@@ -153,6 +155,19 @@ def test_fwd_grid_one_cta_per_tile_or_one_per_sm():
     # causal persistent kernels claim tiles from a counter (kDynamicTiles); full-mask ones stride
     assert FwdVariant(128, "bf16", True, tile=pers.tile).dynamic_tiles and not pers.dynamic_tiles
     assert not FwdVariant(128, "bf16", True, tile=single.tile).dynamic_tiles
+
+
+def test_varlen_tiles_follow_the_longest_keys_on_a_persistent_grid():
+    # the dense varlen kernel takes fixed lengths' tile for max_seqlen_k, always persistent (its CTAs
+    # claim real tiles); the split kernel runs one CTA per tile
+    for (d, causal), entries in FWD_TILES.items():
+        for min_k, tile in entries:
+            assert varlen_tile(d, causal, min_k) == tile._replace(persistent=True)
+    assert FwdVariant(64, "bf16", True, varlen=True).tile == varlen_tile(64, True, 0)
+    assert varlen_tile(64, True, 4096).block_m == 192 and varlen_tile(64, True, 1024).block_m == 128
+    split = FwdVariant(128, "bf16", True, varlen=True, split=True)
+    assert not split.tile.persistent and split.dynamic_tiles is False
+    assert FwdVariant(128, "bf16", False, varlen=True).dynamic_tiles   # claims even with a full mask
 
 
 def test_debug_build_compiles_with_bounded_waits():

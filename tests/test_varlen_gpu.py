@@ -96,6 +96,20 @@ def test_one_long_and_many_short(dtype):
     check([2000] + [1] * 20 + [33], [1999] + [2] * 20 + [40], hq=8, hk=1, dtype=dtype, causal=True)
 
 
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+def test_many_tiles_per_cta(d, causal):
+    # Several hundred tiles over at most one CTA per SM: each CTA claims tiles of many sequences in
+    # turn (maps rewritten per tile, alternating sets), among them tiles that see no key (a sequence
+    # without keys; causal rows above a short sequence's diagonal), which d=256 (O staged in sQ)
+    # writes without staging. Lengths 0, 1, off the tile and past it, NaN gaps between sequences.
+    draw = torch.Generator().manual_seed(d + causal)
+    lens_q = torch.randint(0, 300, (40,), generator=draw).tolist() + [1, 400, 300, 0]
+    lens_k = torch.randint(0, 300, (40,), generator=draw).tolist() + [1, 100, 0, 9]
+    gaps = torch.randint(0, 3, (44,), generator=draw).tolist()
+    check(lens_q, lens_k, hq=16, hk=4, d=d, causal=causal, gaps=gaps)
+
+
 @pytest.mark.parametrize("window,causal", [((64, -1), True), ((20, 30), False), ((-1, 5), False)])
 def test_windows(window, causal):
     check([300, 1, 129, 700], [280, 50, 129, 640], causal=causal, window=window, gaps=[5, 5, 0, 2])

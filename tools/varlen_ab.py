@@ -1,14 +1,16 @@
 """Varlen forward timing for A/B between trees: the bench's packed batch (fa3lite.bench.feature_cases
 varlen_lengths: 7 sequences summing to 16k tokens), width 2048, bf16, flash_attn_varlen_func's forward
 timed between CUDA events (--reps calls back to back) --repeats times, each its own measurement, so
-call-to-call spread shows. One JSON line per (d, mask). Run from the tree to time (PYTHONPATH=.).
-    python3 tools/varlen_ab.py --tag NAME [--head-dim 128,256] [--repeats 5]
+call-to-call spread shows; then the bench's dense comparator (flash_attn_func on 7 sequences of the
+mean length, kind "dense"). One JSON line per (kind, d, mask). --mode bwd times the backward alone
+(torch.autograd.grad of one forward's output, graph kept). Run from the tree to time (PYTHONPATH=.).
+    python3 tools/varlen_ab.py --tag NAME [--head-dim 128,256] [--repeats 5] [--mode fwd|bwd]
 """
 import argparse
 import json
 import torch
 
-from fa3lite import flash_attn_varlen_func
+from fa3lite import flash_attn_func, flash_attn_varlen_func
 from fa3lite.bench.flops import band_flops
 
 LENGTHS = (3970, 2089, 3616, 2234, 677, 1572, 2226)   # feature_cases.varlen_lengths(16384), pinned here
@@ -21,15 +23,32 @@ def main():
     ap.add_argument("--head-dim", default="128,256")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--mode", choices=("fwd", "bwd"), default="fwd")
     args = ap.parse_args()
+    grad = args.mode == "bwd"
     cu = torch.tensor((0,) + LENGTHS, dtype=torch.int64).cumsum(0).to("cuda", torch.int32)
     total, max_len = sum(LENGTHS), max(LENGTHS)
+    mean = round(total / len(LENGTHS))
     for d in (int(x) for x in args.head_dim.split(",")):
         heads = WIDTH // d
-        q, k, v = (torch.randn(total, heads, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        for causal in (False, True):
-            def call():
+        q, k, v = (torch.randn(total, heads, d, device="cuda", dtype=torch.bfloat16, requires_grad=grad)
+                   for _ in range(3))
+        dq, dk, dv = (torch.randn(len(LENGTHS), mean, heads, d, device="cuda", dtype=torch.bfloat16,
+                                  requires_grad=grad) for _ in range(3))
+        for kind, causal in ((kind, causal) for kind in ("varlen", "dense") for causal in (False, True)):
+            lengths = LENGTHS if kind == "varlen" else (mean,) * len(LENGTHS)
+
+            def forward():
+                if kind == "dense":
+                    return flash_attn_func(dq, dk, dv, causal=causal)
                 return flash_attn_varlen_func(q, k, v, cu, cu, max_len, max_len, causal=causal)
+            call = forward
+            if grad:
+                out = forward()
+                leaves, dout = (dq, dk, dv) if kind == "dense" else (q, k, v), torch.randn_like(out)
+
+                def call():
+                    return torch.autograd.grad(out, leaves, dout, retain_graph=True)
             call()
             torch.cuda.synchronize()
             runs = []
@@ -40,9 +59,9 @@ def main():
                     call()
                 b.record()
                 b.synchronize()
-                runs.append(band_flops(LENGTHS, heads, d, causal, (-1, -1), "fwd") * args.reps / (a.elapsed_time(b) * 1e-3) / 1e12)
-            print(json.dumps({"tag": args.tag, "d": d, "causal": causal, "tflops": [round(x, 1) for x in runs]}),
-                  flush=True)
+                runs.append(band_flops(lengths, heads, d, causal, (-1, -1), args.mode) * args.reps / (a.elapsed_time(b) * 1e-3) / 1e12)
+            print(json.dumps({"tag": args.tag, "mode": args.mode, "kind": kind, "d": d, "causal": causal,
+                              "tflops": [round(x, 1) for x in runs]}), flush=True)
 
 
 if __name__ == "__main__":

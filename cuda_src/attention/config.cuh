@@ -27,15 +27,17 @@ constexpr bool kPersistent = FA3LITE_PERSISTENT != 0;
 // Causal tiles differ in length, so a persistent CTA claims its next tile when it needs one (an atomic
 // counter) instead of taking every gridDim.x-th: greedy list scheduling, longest tiles first.
 constexpr bool kDynamicTiles = kPersistent && kIsCausal;
-// Packed variable-length sequences (params.cuh): one CTA per tile, each building its own sequence's
-// tensor maps once, so no map is rewritten while a copy may still read it.
+// Packed variable-length sequences (params.cuh): each tile loads through tensor maps of its own
+// sequence, which the CTA writes (scheduler.cuh make_seq_maps).
 constexpr bool kVarlen = FA3LITE_VARLEN != 0;
-static_assert(!(kVarlen && kPersistent), "varlen runs one CTA per tile");
+// A persistent varlen kernel numbers only the tiles of real rows (the host knows no lengths, only
+// their maximum) and claims them from the counter whatever the mask: scheduler.cuh varlen_tile.
+constexpr bool kVarlenTiles = kVarlen && kPersistent;
 // Split-KV (decode shapes: few query rows, long keys): each sequence's key blocks are shared out over
 // p.num_splits CTAs per query tile, each writing O normalised over its own keys (f32) and that
 // share's LSE; combine.cu merges them. With num_splits == 1 the tile writes its output directly.
 constexpr bool kSplit = FA3LITE_SPLIT != 0;
-static_assert(!kSplit || kVarlen, "split-KV runs on the varlen layout (one CTA per tile)");
+static_assert(!kSplit || (kVarlen && !kPersistent), "split-KV runs on the varlen layout, one CTA per tile");
 // Paged K/V read in place (decode): K and V are a pool of pages (num_pages, page_size, Hk, D) and
 // sequence b's key row r lives in page p.page_table[b][r / page_size]; each key block arrives in
 // chunks of p.page_rows rows (fwd_producer.cuh load_paged). Split tile only (one consumer warpgroup).

@@ -206,7 +206,7 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& 
   u32 q_round = 0;
   if constexpr (kPersistent) {
 #pragma unroll 1
-    for (int idx = blockIdx.x; idx < p.num_tiles; idx = consumer_next_tile(p, idx)) {
+    for (int idx = consumer_first_tile(p); idx < p.num_tiles; idx = consumer_next_tile(p, idx)) {
       consume_tile(p, sm, tile_of(p, idx), wg, tid, pos, q_round, idx);
     }
   } else {   // one tile per CTA: no loop state to keep live (it costs registers at the widest tiles)

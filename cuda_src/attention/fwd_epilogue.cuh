@@ -7,7 +7,9 @@
 //     warpgroup barrier at the start keeps every other thread from overwriting the rows before that;
 //   - O staged in sQ (no sO): once read, that thread frees sQ for the producer's next Q (q_empty).
 // kVarlen: the packed O has no map cut at the sequence's end, so the warpgroup copies its staged rows
-// out itself, skipping rows past the end (copy_out_rows); LSE is (Hq, total_q) there.
+// out itself, skipping rows past the end (copy_out_rows); LSE is (Hq, total_q) there. A tile that
+// sees no key writes its zeros without staging: with O in sQ, the producer of a persistent CTA may
+// already be loading the next tile's Q there (only tiles with keys take part in the Q hand-off).
 #pragma once
 #include "../ptx/gmem.cuh"
 #include "../ptx/math.cuh"
@@ -31,10 +33,11 @@ __device__ __forceinline__ u32 swizzled_offset(int row, int col, int rows) {
   return byte ^ (((byte >> 7) & 7u) << 4);
 }
 
-// kVarlen: the warpgroup's staged rows of sO to the packed O, 16 bytes a thread at a time, rows past
-// the sequence's end skipped (a TMA store through the packed map would write the next sequence's rows).
+// kVarlen: the warpgroup's staged rows of sO (or zeros: `staged` false) to the packed O, 16 bytes a
+// thread at a time, rows past the sequence's end skipped (a TMA store through the packed map would
+// write the next sequence's rows).
 __device__ __forceinline__ void copy_out_rows(const FwdParams& p, const FwdSmem& sm, const Tile& t, const Seq& sq,
-                                              int wg_row, int tid) {
+                                              int wg_row, int tid, bool staged) {
   constexpr int kChunks = kHeadDimVReal / 8;            // 16-byte chunks of one row (not the padding)
   const i64 row_bytes = static_cast<i64>(p.num_heads_q) * kHeadDimVReal * kElemBytes;
   const int row0 = t.m_block * kBlockM + wg_row;        // the warpgroup's first row in the sequence
@@ -43,7 +46,7 @@ __device__ __forceinline__ void copy_out_rows(const FwdParams& p, const FwdSmem&
     const int r = i / kChunks;
     const int c = i % kChunks;
     if (row0 + r < sq.seqlen_q) {
-      const uint4 v = smem::ld_v4(sm.o() + swizzled_offset(wg_row + r, 8 * c, kBlockM));
+      const uint4 v = staged ? smem::ld_v4(sm.o() + swizzled_offset(wg_row + r, 8 * c, kBlockM)) : uint4{0, 0, 0, 0};
       char* dst = p.o_base + (sq.q_start + row0 + r) * row_bytes + (static_cast<i64>(t.head) * kHeadDimVReal + 8 * c) * kElemBytes;
       gmem::st_v4(dst, v);
     }
@@ -106,6 +109,12 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
     }
   }
 
+  if constexpr (kVarlen) {
+    if (!has_keys) {
+      copy_out_rows(p, sm, t, sq, wg_row, tid, false);
+      return;
+    }
+  }
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; i += 2) {
     const int h = frag::half(i);
@@ -114,7 +123,13 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
   }
   if constexpr (kVarlen) {
     named_barrier::sync(wg_bar, kWarpgroupThreads);   // every thread's rows are in sO
-    copy_out_rows(p, sm, t, sq, wg_row, tid);   // one tile per CTA: nothing reuses sO (or sQ) after it
+    copy_out_rows(p, sm, t, sq, wg_row, tid, true);
+    // A persistent CTA's next epilogue writes sO only after the barrier at this function's start,
+    // so after every thread's reads here; with O in sQ, the producer's next Q waits for them too.
+    if constexpr (kPersistent && !kSeparateO) {
+      named_barrier::sync(wg_bar, kWarpgroupThreads);
+      if (tid == 0) mbar::arrive(sm.q_empty());
+    }
     return;
   }
   // The TMA engine reads smem through the async proxy: make the generic stores visible to it, then

@@ -66,17 +66,19 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
   RingPos<kStages> pos;
   u32 q_round = 0;   // tiles with visible keys so far: Q loads and q_empty phases
   int handoffs = 0;
-  for (int idx = blockIdx.x; idx < p.num_tiles; idx = producer_next_tile(p, idx, handoffs, leader)) {
+  SeqCursor cursor;
+  for (int idx = producer_first_tile(p, cursor, handoffs, leader); idx < p.num_tiles;
+       idx = producer_next_tile(p, idx, cursor, handoffs, leader)) {
     const Tile t = tile_of(p, idx);
     const Seq sq = seq_of(p, t.batch);
     if (kVarlen && t.m_block * kBlockM >= sq.seqlen_q) continue;   // past the sequence's end: no work
     const KeyBlocks kb = key_blocks(p, sq, t);
     // Maps and coordinates: the tensors' own (batch t.batch), or the sequence's copies (batch 0).
-    const TmaDesc* map_q = kVarlen ? seq_map(p, 0) : &p.q;
-    const TmaDesc* map_k = kVarlen && !kPaged ? seq_map(p, 1) : &p.k;   // kPaged: the pool's own maps
-    const TmaDesc* map_v = kVarlen && !kPaged ? seq_map(p, 2) : &p.v;
+    const TmaDesc* map_q = kVarlen ? seq_map(p, q_round, 0) : &p.q;
+    const TmaDesc* map_k = kVarlen && !kPaged ? seq_map(p, q_round, 1) : &p.k;   // kPaged: the pool's own maps
+    const TmaDesc* map_v = kVarlen && !kPaged ? seq_map(p, q_round, 2) : &p.v;
     const int batch = kVarlen ? 0 : t.batch;
-    if (kVarlen && leader && kb.end > kb.begin) make_seq_maps(p, sq);
+    if (kVarlen && leader && kb.end > kb.begin) make_seq_maps(p, sq, q_round);
     // kb.begin >= kb.end: nothing visible; the consumers write zeros and -inf without any load.
     for (int n = kb.end - 1; n >= kb.begin; --n) {
       mbar::wait(sm.k_empty(pos.stage), pos.phase ^ 1u);

@@ -17,6 +17,10 @@
 // memory (p.tile_sched[1 + blockIdx.x]) rather than in shared memory, where racecheck would report
 // the arrive-ordered read/write pair as a hazard. A launch with one CTA per tile (the host's choice
 // when the tiles fit in one wave) has no counter and takes the static path.
+// kVarlenTiles: the host's tile count pads every sequence to max_seqlen_q (it never reads the
+// lengths), so a third of a typical batch's tiles would be empty. The claims there count only the
+// tiles of real rows, sequence after sequence (varlen_tile), and every tile -- the first too -- goes
+// through the hand-off, so both roles see only tiles with rows.
 #pragma once
 #include "../ptx/gmem.cuh"
 #include "../ptx/sync.cuh"
@@ -116,12 +120,18 @@ __device__ __forceinline__ KeyBlocks key_blocks(const FwdParams& p, const Seq& s
 
 // kVarlen: the CTA's copies of the q, k, v maps, pointed at its sequence's rows and cut at its end,
 // so that TMA boxes past the end arrive as zeros (not the next sequence's rows). One thread.
-__device__ __forceinline__ const TmaDesc* seq_map(const FwdParams& p, int which) {
-  return p.seq_maps + 3 * blockIdx.x + which;
+// A persistent CTA keeps two sets and writes set (j % 2) for its j-th tile with keys: copies through
+// a map may still be in flight when the producer moves on, but those of tile j - 2 have all landed
+// by then (tile j - 1's Q load waited for q_empty, which the consumers arrive on once they are done
+// with tile j - 2's Q, after its every K/V stage arrived).
+constexpr int kMapSets = kPersistent ? 2 : 1;
+
+__device__ __forceinline__ const TmaDesc* seq_map(const FwdParams& p, u32 set, int which) {
+  return p.seq_maps + 3 * (kMapSets * blockIdx.x + set % kMapSets) + which;
 }
 
-__device__ __forceinline__ void make_seq_maps(const FwdParams& p, const Seq& s) {
-  TmaDesc* const slots = p.seq_maps + 3 * blockIdx.x;
+__device__ __forceinline__ void make_seq_maps(const FwdParams& p, const Seq& s, u32 set) {
+  TmaDesc* const slots = p.seq_maps + 3 * (kMapSets * blockIdx.x + set % kMapSets);
   const TmaDesc* const templates[3] = {&p.q, &p.k, &p.v};
   const char* const bases[3] = {p.q_base + s.q_start * p.q_row_bytes, p.k_base + s.k_start * p.k_row_bytes,
                                 p.v_base + s.k_start * p.v_row_bytes};
@@ -135,16 +145,62 @@ __device__ __forceinline__ void make_seq_maps(const FwdParams& p, const Seq& s) 
 constexpr u32 kTileSyncThreads = kConsumerWarps * 32 + 32;
 
 __device__ __forceinline__ bool dynamic_tiles(const FwdParams& p) {
-  return kDynamicTiles && static_cast<int>(gridDim.x) < p.num_tiles;
+  return kVarlenTiles || (kDynamicTiles && static_cast<int>(gridDim.x) < p.num_tiles);
 }
 
-// Producer warp (every lane; `leader` claims and writes): the tile after `idx`, handed to the
-// consumers. `handoffs` counts the hand-offs so far.
-__device__ __forceinline__ int producer_next_tile(const FwdParams& p, int idx, int& handoffs, bool leader) {
-  if (!dynamic_tiles(p)) return idx + gridDim.x;
-  int next = 0;
-  if (leader) next = static_cast<int>(gridDim.x) + atomicAdd(p.tile_sched, 1);
-  next = __shfl_sync(0xffffffffu, next, 0);
+// Sum of `v` over the lanes below this one (a scan in five shuffles; the whole warp takes part).
+__device__ __forceinline__ int warp_exclusive_sum(int v) {
+  int sum = v;
+#pragma unroll
+  for (int delta = 1; delta < 32; delta *= 2) {
+    const int below = warp::shfl_up(sum, delta);
+    if (static_cast<int>(threadIdx.x % 32) >= delta) sum += below;
+  }
+  return sum - v;
+}
+
+// kVarlenTiles: claims [base, base + count) are sequence `seq`'s tiles. Kept by the producer warp
+// (every lane the same) and only moved forward: a CTA's claims increase.
+struct SeqCursor {
+  int seq = -1;
+  int base = 0;
+  int count = 0;
+};
+
+// Every lane of the producer warp: the index tile_of() reads (every sequence padded to
+// p.num_m_blocks) of claim `claim` in the numbering of real tiles: sequence by sequence, each
+// sequence's heads, each head's query blocks (last first with a causal mask, as tile_of orders
+// them); p.num_tiles once the claim is past the last sequence. The lanes count the tiles of 32
+// sequences at a time and a prefix sum finds the claim's. A length past max_seqlen_q (malformed)
+// counts p.num_m_blocks blocks, as a padded launch would run.
+__device__ __forceinline__ int varlen_tile(const FwdParams& p, SeqCursor& c, int claim) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int seqs = p.num_tiles / (p.num_m_blocks * p.num_heads_q);
+  while (claim >= c.base + c.count) {
+    const int first = c.seq + 1;
+    if (first >= seqs) return p.num_tiles;
+    const int b = first + lane;
+    const int n = b < seqs ? min((seq_of(p, b).seqlen_q + kBlockM - 1) / kBlockM, p.num_m_blocks) * p.num_heads_q : 0;
+    const int before = warp_exclusive_sum(n);
+    const int start = c.base + c.count;
+    const u32 hit = warp::ballot(start + before + n > claim);
+    const int l = hit != 0 ? __ffs(hit) - 1 : 31;   // none: past these 32, whose last one the cursor takes
+    c.seq = first + l;
+    c.base = start + __shfl_sync(0xffffffffu, before, l);
+    c.count = __shfl_sync(0xffffffffu, n, l);
+  }
+  const int local = claim - c.base;
+  const int blocks = c.count / p.num_heads_q;
+  const int head = local / blocks;
+  const int j = local % blocks;
+  const int m_block = kIsCausal ? blocks - 1 - j : j;
+  const int m_rev = kIsCausal ? p.num_m_blocks - 1 - m_block : m_block;
+  return (c.seq * p.num_heads_q + head) * p.num_m_blocks + m_rev;
+}
+
+// Producer warp (every lane; `leader` writes): hand `next` to the consumers. `handoffs` counts the
+// hand-offs so far; each after the first waits until the consumers have read the previous one.
+__device__ __forceinline__ int producer_handoff(const FwdParams& p, int next, int& handoffs, bool leader) {
   if (handoffs > 0) named_barrier::sync(static_cast<u32>(NamedBarrier::kTileEmpty), kTileSyncThreads);
   if (leader) gmem::st_relaxed_cta(p.tile_sched + 1 + blockIdx.x, next);
   named_barrier::arrive(static_cast<u32>(NamedBarrier::kTileFull), kTileSyncThreads);
@@ -152,13 +208,40 @@ __device__ __forceinline__ int producer_next_tile(const FwdParams& p, int idx, i
   return next;
 }
 
-// Consumer thread: the tile after `idx`.
-__device__ __forceinline__ int consumer_next_tile(const FwdParams& p, int idx) {
+// Producer warp: the CTA's first tile (kVarlenTiles: handed over like the rest).
+__device__ __forceinline__ int producer_first_tile(const FwdParams& p, SeqCursor& c, int& handoffs, bool leader) {
+  if constexpr (kVarlenTiles) {
+    return producer_handoff(p, varlen_tile(p, c, static_cast<int>(blockIdx.x)), handoffs, leader);
+  } else {
+    return static_cast<int>(blockIdx.x);
+  }
+}
+
+// Producer warp: the tile after `idx`.
+__device__ __forceinline__ int producer_next_tile(const FwdParams& p, int idx, SeqCursor& c, int& handoffs,
+                                                  bool leader) {
   if (!dynamic_tiles(p)) return idx + gridDim.x;
+  int claim = 0;
+  if (leader) claim = static_cast<int>(gridDim.x) + atomicAdd(p.tile_sched, 1);
+  claim = __shfl_sync(0xffffffffu, claim, 0);
+  return producer_handoff(p, kVarlenTiles ? varlen_tile(p, c, claim) : claim, handoffs, leader);
+}
+
+// Consumer thread: the tile the producer handed over.
+__device__ __forceinline__ int consumer_take_tile(const FwdParams& p) {
   named_barrier::sync(static_cast<u32>(NamedBarrier::kTileFull), kTileSyncThreads);
   const int next = gmem::ld_relaxed_cta(p.tile_sched + 1 + blockIdx.x);
   if (next < p.num_tiles) named_barrier::arrive(static_cast<u32>(NamedBarrier::kTileEmpty), kTileSyncThreads);
   return next;
+}
+
+__device__ __forceinline__ int consumer_first_tile(const FwdParams& p) {
+  return kVarlenTiles ? consumer_take_tile(p) : static_cast<int>(blockIdx.x);
+}
+
+// Consumer thread: the tile after `idx`.
+__device__ __forceinline__ int consumer_next_tile(const FwdParams& p, int idx) {
+  return dynamic_tiles(p) ? consumer_take_tile(p) : idx + static_cast<int>(gridDim.x);
 }
 
 }}  // namespace fa3lite::attn

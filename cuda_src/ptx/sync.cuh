@@ -22,6 +22,12 @@ __device__ __forceinline__ bool elect_one() {
 // branch on it is warp-uniform.
 __device__ __forceinline__ bool any(bool pred) { return __any_sync(0xffffffffu, pred) != 0; }
 
+// Bit l set when `pred` holds in lane l of the (fully active) warp: vote.sync.ballot.
+__device__ __forceinline__ u32 ballot(bool pred) { return __ballot_sync(0xffffffffu, pred); }
+
+// Lane l's `v` from lane l - delta (lanes below delta keep their own): shfl.sync.up.
+__device__ __forceinline__ int shfl_up(int v, int delta) { return __shfl_up_sync(0xffffffffu, v, delta); }
+
 }  // namespace warp
 
 namespace warpgroup {

@@ -11,10 +11,14 @@ Mask: per sequence, key j is visible to query i iff (not causal or j <= i + Sk_b
 and (local_offset is None or j >= i + Sk_b - Sq_b + local_offset): both edges relative to the
 sequence's own bottom-right diagonal. softcap and sink as in fa3lite/hopper/fwd.py.
 
-The kernel runs one CTA per (query block of max_seqlen_q, head, sequence); a CTA past its sequence's
-end exits. Each CTA points copies of the q, k, v tensor maps at its sequence and cuts them at its
-end (cuda_src/attention/scheduler.cuh make_seq_maps), so boxes past the end arrive as zeros and no
-row of a neighbouring sequence is ever read; O is written row by row, never past the end.
+The dense varlen kernel runs a persistent grid (one CTA per SM at most): its CTAs claim the tiles
+(query block, head, sequence) of real rows from a counter, sequence after sequence, each decoding
+its claim from cu_seqlens on the device (cuda_src/attention/scheduler.cuh varlen_tile); the host
+knows only max_seqlen_q, which bounds the count. The split-KV kernel runs one CTA per (query block
+of max_seqlen_q, head, sequence, split); a CTA past its sequence's end exits. Each tile's loads go
+through copies of the q, k, v tensor maps pointed at its sequence and cut at its end (make_seq_maps),
+so boxes past the end arrive as zeros and no row of a neighbouring sequence is ever read; O is
+written row by row, never past the end.
 """
 from __future__ import annotations
 
@@ -26,12 +30,12 @@ import torch
 from .. import checks
 from ..runtime import launch, tma
 from ..runtime.driver import on_device
-from ..variants import FWD_PARAMS, FwdVariant, fwd_tile, split_tile
+from ..variants import FWD_PARAMS, FwdTile, FwdVariant, split_tile, varlen_tile
 from . import bwd, combine, fwd, splits
 from .common import DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index, score_scales
 
 _MAP_BYTES = 128
-_MAPS_PER_CTA = 3     # q, k, v
+_MAPS_PER_CTA = 3     # q, k, v; a persistent CTA keeps two sets (scheduler.cuh kMapSets)
 _ALIGN = 128          # a tensor map's alignment (and a generous one for the f32 accumulators)
 _PAGE_ROW_MULTIPLE = 8   # paged chunks start at multiples of 8 rows (1024 bytes): the swizzle's period
 
@@ -42,8 +46,7 @@ def _aligned(nbytes: int) -> int:
 
 @functools.cache
 def _variant(head_dim: int, dtype: str, causal: bool, debug: bool, softcap: bool, head_dim_v: int,
-             sink: bool, split: bool, paged: bool = False) -> FwdVariant:
-    tile = None if split else fwd_tile(head_dim, causal, 0, softcap)
+             sink: bool, split: bool, paged: bool = False, tile: FwdTile | None = None) -> FwdVariant:
     return FwdVariant(head_dim, dtype, causal, debug=debug, tile=tile, softcap=softcap, varlen=True,
                       head_dim_v=head_dim_v, sink=sink, split=split, paged=paged)
 
@@ -75,7 +78,7 @@ class _VarlenPlan:
         banded, causal_offset, local_offset = mask
         split = num_splits >= 0
         variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0, Dv, has_sink, split,
-                           paged is not None)
+                           paged is not None, None if split else varlen_tile(D, banded, max_seqlen_k, softcap > 0))
         self.dev = device_index(q)
         self.kernel = fwd._loaded(variant, self.dev)
         m_blocks = -(-max_seqlen_q // variant.block_m)
@@ -85,9 +88,11 @@ class _VarlenPlan:
         self.splits = min(max(num_splits, 1), splits.MAX_SPLITS)
         if batch > combine.MAX_SEQUENCES:   # the combine's grid has a row per sequence; so many fill the GPU anyway
             self.splits = 1
-        ctas = tiles * self.splits
-        if ctas > MAX_GRID_X:
-            raise ValueError(f"too many tiles for one launch: {ctas} > {MAX_GRID_X}")
+        tiles *= self.splits
+        if tiles > MAX_GRID_X:
+            raise ValueError(f"too many tiles for one launch: {tiles} > {MAX_GRID_X}")
+        persistent = variant.tile.persistent
+        ctas = min(tiles, fwd._sm_count(self.dev)) if persistent else tiles
         self.grid, self.threads, self.ctas = (ctas, 1, 1), variant.threads, ctas
         self.device, self.dtype = q.device, q.dtype
         self.out_shape, self.lse_shape = (total_q, Hq, Dv), (Hq, total_q)
@@ -101,20 +106,21 @@ class _VarlenPlan:
             seqlen_q=total_q, seqlen_k=paged[0] * paged[1] if paged else k.shape[0], num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks,
             page_table=0, page_size=paged[0] if paged else 0, pages_per_seq=paged[1] if paged else 0,
             page_rows=page_rows(paged[0], D) if paged else 0,
-            num_tiles=ctas, num_splits=self.splits, pack_group=pack_group, causal_offset=causal_offset,
+            num_tiles=tiles, num_splits=self.splits, pack_group=pack_group, causal_offset=causal_offset,
             local_offset=local_offset,
             **score_scales(softmax_scale, softcap),
         )
         # rows_covered: every row belongs to a sequence (the caller's layout says so), so the kernel
         # (or the combine) writes all of out and lse and they need no fill.
         self.rows_covered = rows_covered
-        # One workspace per call: the CTAs' maps, then (split) the partial O and LSE, each 128-byte aligned.
-        self.maps_bytes = _aligned(self.ctas * _MAPS_PER_CTA * _MAP_BYTES)
-        self.work_bytes = self.maps_bytes
+        # One workspace per call, each part 128-byte aligned: (persistent) the tile counter and the
+        # CTAs' hand-off slots, zeroed per call; the CTAs' maps; (split) the partial O and LSE.
+        self.sched_bytes = _aligned(4 * (1 + ctas)) if persistent else 0
+        self.work_bytes = self.sched_bytes + _aligned(ctas * _MAPS_PER_CTA * (2 if persistent else 1) * _MAP_BYTES)
         self.combine = None
         if self.splits > 1:   # partial results, then the combine kernel (hopper/combine.py)
             o_bytes = _aligned(4 * self.splits * total_q * Hq * Dv)
-            self.accum_offsets = (self.maps_bytes, self.maps_bytes + o_bytes)
+            self.accum_offsets = (self.work_bytes, self.work_bytes + o_bytes)
             self.work_bytes += o_bytes + _aligned(4 * self.splits * Hq * total_q)
             self.accum_at = (FWD_PARAMS.offsets["o_accum"], FWD_PARAMS.offsets["lse_accum"])
             cv = combine.CombineVariant(DTYPE_NAMES[q.dtype], Dv)
@@ -134,7 +140,7 @@ class _VarlenPlan:
             for name, t, box in (("q", q, (variant.block_m, None)), ("k", k, kv_box), ("v", v, kv_box)))
         self.page_table_at = at["page_table"] if paged else None
         self.ptr_at = tuple(at[f] for f in ("cu_seqlens_q", "cu_seqlens_k", "q_base", "k_base", "v_base", "o_base",
-                                            "lse", "seq_maps"))
+                                            "lse", "tile_sched", "seq_maps"))
         self.seqused_at = (at["seqused_q"], at["seqused_k"]) if seqused else None
         self.sink_at = at["sink"] if has_sink else None
 
@@ -146,14 +152,18 @@ class _VarlenPlan:
         else:
             out = torch.zeros(self.out_shape, dtype=self.dtype, device=self.device)
             lse = torch.full(self.lse_shape, float("-inf"), dtype=torch.float32, device=self.device)
-        work = torch.empty((self.work_bytes,), dtype=torch.uint8, device=self.device)
+        if self.sched_bytes:
+            work = torch.zeros((self.work_bytes,), dtype=torch.uint8, device=self.device)
+        else:
+            work = torch.empty((self.work_bytes,), dtype=torch.uint8, device=self.device)
         base = work.data_ptr()
         block = launch.staging_view(len(self.template))
         block[:len(self.template)] = self.template
         for (at, maker), t in zip(self.slots, (q, k, v)):
             block[at:at + _MAP_BYTES] = maker(t.data_ptr())
         for at, ptr in zip(self.ptr_at, (cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), q.data_ptr(), k.data_ptr(),
-                                         v.data_ptr(), out.data_ptr(), lse.data_ptr(), base)):
+                                         v.data_ptr(), out.data_ptr(), lse.data_ptr(), base,
+                                         base + self.sched_bytes)):
             PTR.pack_into(block, at, ptr)
         if self.seqused_at is not None:
             for at, t in zip(self.seqused_at, (seqused_q, seqused_k)):
@@ -224,7 +234,8 @@ def forward_varlen_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: f
     page_rows(page_size, ...) > 0."""
     mask = band(causal, causal_offset, local_offset)
     key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, q.device, batch, max_seqlen_q, mask,
-           softmax_scale, softcap, has_sink, seqused, debug_build(), num_splits, max_seqlen_k if num_splits == 0 else 0,
+           softmax_scale, softcap, has_sink, seqused, debug_build(), num_splits, _keys_key(q, mask, softcap, max_seqlen_k,
+                                                                                         num_splits),
            rows_covered, pack_group, paged)
     plan = _plans.get(key)
     if plan is None:
@@ -234,6 +245,14 @@ def forward_varlen_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: f
             _plans.clear()
         _plans[key] = plan
     return plan
+
+
+def _keys_key(q, mask, softcap: float, max_seqlen_k: int, num_splits: int):
+    """What of max_seqlen_k a forward plan depends on: the split count it picks (num_splits 0), the
+    dense kernel's tile (num_splits -1), nothing otherwise."""
+    if num_splits == 0:
+        return max_seqlen_k
+    return varlen_tile(q.shape[-1], mask[0], max_seqlen_k, softcap > 0) if num_splits < 0 else None
 
 
 class _VarlenBwdPlan:
