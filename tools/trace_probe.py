@@ -6,7 +6,10 @@ prints one JSON line: the kernel's span, the mean phases of a unit, a least-squa
 loop time against its block count (fixed + per block), and per SM the time no unit of the kernel ran
 on it (before the first, between units, after the last).
 
-    python3 tools/trace_probe.py --mode bwd --head-dim 64 --causal 1 --seqlen 1k [--out table.npy]
+    python3 tools/trace_probe.py --mode bwd --head-dim 64 --causal 1 --seqlen 1k [--varlen] [--out table.npy]
+
+--varlen runs the same batch packed, through flash_attn_varlen_func (every sequence of the same
+length), so its units compare with the fixed-length kernel's one for one.
 
 Shapes as the bench's: bf16, 16k tokens a batch, width 2048. The traced build is a separate
 variant (its own cache entry); what it adds is one global store per event.
@@ -137,6 +140,7 @@ def main() -> None:
     ap.add_argument("--head-dim", type=int, default=64)
     ap.add_argument("--causal", type=int, default=1)
     ap.add_argument("--seqlen", default="1k")
+    ap.add_argument("--varlen", action="store_true", help="the batch packed, through flash_attn_varlen_func")
     ap.add_argument("--out", default=None, help="also save the raw table (.npy) here")
     a = ap.parse_args()
     variants.FwdVariant.spec = traced(variants.FwdVariant.spec)
@@ -146,16 +150,24 @@ def main() -> None:
     h, b = WIDTH // d, TOKENS // s
     gen = torch.Generator(device="cuda").manual_seed(0)
     q, k, v, do = (torch.randn((b, s, h, d), device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(4))
+    if a.varlen:
+        q, k, v, do = (x.view(b * s, h, d) for x in (q, k, v, do))
     leaves = [x.detach().requires_grad_(a.mode == "bwd") for x in (q, k, v)]
+    cu = torch.arange(0, (b + 1) * s, s, dtype=torch.int32, device="cuda")
+
+    def forward():
+        if a.varlen:
+            return fa3lite.flash_attn_varlen_func(*leaves, cu, cu, s, s, causal=causal, backend="fa3lite")
+        return fa3lite.flash_attn_func(*leaves, causal=causal, backend="fa3lite")
 
     def call():
         if a.mode == "fwd":
             with torch.no_grad():
-                fa3lite.flash_attn_func(*leaves, causal=causal, backend="fa3lite")
+                forward()
         else:
             torch.autograd.grad(out, leaves, do, retain_graph=True)
 
-    out = fa3lite.flash_attn_func(*leaves, causal=causal, backend="fa3lite")
+    out = forward()
     for _ in range(3):
         call()
     torch.cuda.synchronize()
@@ -170,7 +182,7 @@ def main() -> None:
     rows = read_table(ptr, size)
     if a.out:
         np.save(a.out, rows)
-    res = {"mode": a.mode, "d": d, "causal": causal, "S": s, "call_ms": starts.elapsed_time(ends)}
+    res = {"mode": a.mode, "d": d, "causal": causal, "S": s, "varlen": a.varlen, "call_ms": starts.elapsed_time(ends)}
     res.update(analyse(rows, a.mode))
     print(json.dumps(res))
 

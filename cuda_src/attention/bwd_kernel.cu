@@ -18,6 +18,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const BwdSmem sm{(smem_addr(smem_raw) + kSmemAlign - 1) & ~static_cast<u32>(kSmemAlign - 1)};
   const BwdTile t = bwd_tile_of_block(p);
+  // kVarlen: the grid pads every sequence to max_seqlen_k; a key block past its sequence's keys has
+  // nothing to compute or write, and leaves before the set-up (an SM runs one CTA at a time).
+  if (kVarlen && t.n_block >= t.n_blocks) return;
   const int wg = warpgroup::index();
 
   if (threadIdx.x == 0) {

@@ -209,6 +209,7 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& 
     for (int idx = consumer_first_tile(p); idx < p.num_tiles; idx = consumer_next_tile(p, idx)) {
       consume_tile(p, sm, tile_of(p, idx), wg, tid, pos, q_round, idx);
     }
+    if constexpr (kVarlenTiles) fill_gap_rows(p, wg * kWarpgroupThreads + tid, kConsumerWarpgroups * kWarpgroupThreads);
   } else {   // one tile per CTA: no loop state to keep live (it costs registers at the widest tiles)
     consume_tile(p, sm, tile_of(p, blockIdx.x), wg, tid, pos, q_round, blockIdx.x);
   }

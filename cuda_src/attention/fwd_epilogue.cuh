@@ -53,6 +53,35 @@ __device__ __forceinline__ void copy_out_rows(const FwdParams& p, const FwdSmem&
   }
 }
 
+// kVarlenTiles: zeros in O and -inf in LSE for the rows no sequence owns -- before the first
+// sequence, between one's used rows and the next one's start, after the last -- which the host does
+// not fill beforehand (O and LSE come uninitialised). Region b (the rows before sequence b,
+// b = 0..B) goes to CTA b % gridDim.x, whose consumer threads (`tid` of `threads`) write it once
+// they run out of tiles; usually it has no row. With non-decreasing cu_seqlens_q these are exactly
+// the rows no tile writes; every bound is clamped to the packed rows as seq_of clamps, so malformed
+// values may leave rows unwritten but never write out of bounds.
+__device__ __forceinline__ void fill_gap_rows(const FwdParams& p, int tid, int threads) {
+  const int seqs = num_seqs(p);
+  const int row_chunks = p.num_heads_q * kHeadDimVReal * kElemBytes / 16;   // 16-byte chunks of a row of O
+#pragma unroll 1
+  for (int b = blockIdx.x; b <= seqs; b += gridDim.x) {
+    int first = 0;
+    if (b > 0) {
+      const Seq s = seq_of(p, b - 1);
+      first = s.q_start + s.seqlen_q;
+    }
+    const int last = b < seqs ? min(max(p.cu_seqlens_q[b], 0), p.seqlen_q) : p.seqlen_q;
+#pragma unroll 1
+    for (int row = first; row < last; ++row) {
+      char* const o = p.o_base + static_cast<i64>(row) * row_chunks * 16;
+#pragma unroll 1
+      for (int c = tid; c < row_chunks; c += threads) gmem::st_v4(o + c * 16, uint4{0, 0, 0, 0});
+#pragma unroll 1
+      for (int h = tid; h < p.num_heads_q; h += threads) p.lse[static_cast<i64>(h) * p.seqlen_q + row] = math::neg_inf();
+    }
+  }
+}
+
 // kSplit with several splits: this split's O rows (normalised over its keys) and LSE, f32, straight
 // from the accumulator fragment to o_accum / lse_accum (a decode tile has few rows: no staging).
 // Every row of the sequence in the tile is written, -inf and zeros where the split saw no key, so

@@ -159,6 +159,11 @@ __device__ __forceinline__ int warp_exclusive_sum(int v) {
   return sum - v;
 }
 
+// kVarlen: the number of sequences (the padded tile count is num_m_blocks * Hq * B; not kSplit).
+__device__ __forceinline__ int num_seqs(const FwdParams& p) {
+  return p.num_tiles / (p.num_m_blocks * p.num_heads_q);
+}
+
 // kVarlenTiles: claims [base, base + count) are sequence `seq`'s tiles. Kept by the producer warp
 // (every lane the same) and only moved forward: a CTA's claims increase.
 struct SeqCursor {
@@ -175,7 +180,7 @@ struct SeqCursor {
 // counts p.num_m_blocks blocks, as a padded launch would run.
 __device__ __forceinline__ int varlen_tile(const FwdParams& p, SeqCursor& c, int claim) {
   const int lane = static_cast<int>(threadIdx.x % 32);
-  const int seqs = p.num_tiles / (p.num_m_blocks * p.num_heads_q);
+  const int seqs = num_seqs(p);
   while (claim >= c.base + c.count) {
     const int first = c.seq + 1;
     if (first >= seqs) return p.num_tiles;

@@ -110,9 +110,12 @@ class _VarlenPlan:
             local_offset=local_offset,
             **score_scales(softmax_scale, softcap),
         )
-        # rows_covered: every row belongs to a sequence (the caller's layout says so), so the kernel
-        # (or the combine) writes all of out and lse and they need no fill.
-        self.rows_covered = rows_covered
+        # Whether out and lse need filling before the launch: not when every row belongs to a sequence
+        # (rows_covered: the caller's layout says so), nor on the persistent grid, whose kernel writes
+        # the rows of no sequence itself (fwd_epilogue.cuh fill_gap_rows); the split kernel and its
+        # combine write only the sequences' rows.
+        self.fills = not (rows_covered or persistent)
+        self.debug = variant.debug
         # One workspace per call, each part 128-byte aligned: (persistent) the tile counter and the
         # CTAs' hand-off slots, zeroed per call; the CTAs' maps; (split) the partial O and LSE.
         self.sched_bytes = _aligned(4 * (1 + ctas)) if persistent else 0
@@ -146,9 +149,12 @@ class _VarlenPlan:
 
     def __call__(self, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q=None, seqused_k=None, sink=None,
                  page_table=None):
-        if self.rows_covered:
+        if not self.fills:   # the kernels write every element: NaN first in debug builds, so a miss shows
             out = torch.empty(self.out_shape, dtype=self.dtype, device=self.device)
             lse = torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
+            if self.debug:
+                out.fill_(math.nan)
+                lse.fill_(math.nan)
         else:
             out = torch.zeros(self.out_shape, dtype=self.dtype, device=self.device)
             lse = torch.full(self.lse_shape, float("-inf"), dtype=torch.float32, device=self.device)
