@@ -68,6 +68,14 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_postproc
   const int h = bh % p.num_heads;
   const i64 b = bh / p.num_heads;
   const float4* src = p.dq_accum + blk * kBlockF4;
+  int seqlen_q = p.seqlen_q;
+  i64 first_row = b * p.seqlen_q;            // the sequence's first row of dq
+  if (p.cu_seqlens_q != nullptr) {
+    first_row = p.cu_seqlens_q[b];
+    seqlen_q = p.seqused_q != nullptr ? p.seqused_q[b] : p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
+  }
+  // Varlen: a block past the sequence's rows has no dq row (and its accumulator was never zeroed).
+  if (m * kBlockM >= seqlen_q) return;
 
   for (int f = threadIdx.x; f < kBlockF4; f += kBlockThreads) {
     const int t = f % 128;
@@ -85,12 +93,6 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_postproc
   }
   __syncthreads();
 
-  int seqlen_q = p.seqlen_q;
-  i64 first_row = b * p.seqlen_q;            // the sequence's first row of dq
-  if (p.cu_seqlens_q != nullptr) {
-    first_row = p.cu_seqlens_q[b];
-    seqlen_q = p.seqused_q != nullptr ? p.seqused_q[b] : p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
-  }
   const i64 row_stride = static_cast<i64>(p.num_heads) * kHeadDimReal;
   // Only the real columns go out (96 / 192 ran padded); rows past the sequence are not in dq.
   for (int c = threadIdx.x; c < kBlockM * kRowChunks; c += kBlockThreads) {

@@ -4,6 +4,10 @@
 //                       lse is -inf, and for padded rows: the main kernel's P = exp2(s - lse_log2)
 //                       is then exactly 0 there instead of NaN)
 // Rows are padded to whole query blocks of the main kernel, so its 1-D bulk loads stay in bounds.
+// Varlen pads every sequence to max_seqlen_q; the dQ accumulator of the blocks past a sequence's own
+// last one is never read (the main kernel walks the sequence's blocks, the postprocess skips them),
+// so it is not zeroed either: with mixed lengths that was over a third of this kernel's traffic.
+// Their statistics are still written: a sink's gradient sums them over every row (bwd.py sink_grad).
 // kThreadsPerRow threads share a row, 8 elements (16 bytes) each, and reduce with butterflies.
 // It also zeroes what the main kernel adds into (when given): the dQ accumulator, rows_pad x D
 // floats per (b, h), and the deterministic turn counters, one per query block. That saves the host
@@ -96,6 +100,9 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_preproce
     seqlen_q = p.seqused_q != nullptr ? p.seqused_q[b] : p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
   }
   const i64 src_row = q_start + row;
+  // The rows this sequence's query blocks cover (rows_pad with fixed lengths).
+  const int rows = p.cu_seqlens_q != nullptr ? min(p.rows_pad, (seqlen_q + p.block_m - 1) / p.block_m * p.block_m)
+                                             : p.rows_pad;
 
   float acc = 0.f;
   if (row < seqlen_q && part * 8 < kHeadDimVReal) {
@@ -123,7 +130,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_preproce
       for (int i = 0; i < p.sems_per_block; ++i) sems[i] = 0;
     }
   }
-  if (p.dq_accum != nullptr && row < p.rows_pad) {
+  if (p.dq_accum != nullptr && row < rows) {
     float4* const dst = reinterpret_cast<float4*>(
         p.dq_accum + (static_cast<i64>(bh) * p.rows_pad + row) * kHeadDim + part * 8);
     dst[0] = make_float4(0.f, 0.f, 0.f, 0.f);
