@@ -240,9 +240,8 @@ def forward_varlen_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: f
     page_rows(page_size, ...) > 0."""
     mask = band(causal, causal_offset, local_offset)
     key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, q.device, batch, max_seqlen_q, mask,
-           softmax_scale, softcap, has_sink, seqused, debug_build(), num_splits, _keys_key(q, mask, softcap, max_seqlen_k,
-                                                                                         num_splits),
-           rows_covered, pack_group, paged)
+           softmax_scale, softcap, has_sink, seqused, debug_build(), num_splits,
+           _by_max_seqlen_k(q, mask, softcap, max_seqlen_k, num_splits), rows_covered, pack_group, paged)
     plan = _plans.get(key)
     if plan is None:
         plan = _VarlenPlan(q, k, v, batch, max_seqlen_q, max_seqlen_k, softmax_scale, mask, softcap, has_sink,
@@ -253,7 +252,7 @@ def forward_varlen_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: f
     return plan
 
 
-def _keys_key(q, mask, softcap: float, max_seqlen_k: int, num_splits: int):
+def _by_max_seqlen_k(q, mask, softcap: float, max_seqlen_k: int, num_splits: int):
     """What of max_seqlen_k a forward plan depends on: the split count it picks (num_splits 0), the
     dense kernel's tile (num_splits -1), nothing otherwise."""
     if num_splits == 0:
