@@ -1,5 +1,6 @@
 """NVRTC compiles of every backward kernel variant, checked on the CPU: resources and SASS."""
 import dataclasses
+import pathlib
 
 import pytest
 import torch
@@ -211,3 +212,26 @@ def test_lpt_heads_fit_half_of_l2(monkeypatch, seqlen, head_dim, heads, expected
     got = hopper_bwd.lpt_heads(q, q, heads)
     assert got == expected
     assert got & (got - 1) == 0
+
+
+@pytest.mark.parametrize("deterministic,rotatable,n_blocks,expected", [
+    (False, True, 8, 0),                             # off
+    (True, False, 8, 1),                             # a band (or D = 64 softcap): key-block order
+    (True, True, 66, hopper_bwd.ROTATED_TURNS),      # full mask, a sequence's key blocks on half the SMs
+    (True, True, 67, 1),                             # more: ascending (blocks wait only for earlier ones)
+])
+def test_turn_order_rotates_only_where_the_key_blocks_fit(monkeypatch, deterministic, rotatable, n_blocks, expected):
+    """BwdParams.deterministic (bwd_scheduler.cuh): the rotated full-mask order lets a key block wait
+    for blocks launched after it, so it is chosen only when a sequence's key blocks fit on half of
+    the 132 SMs together, and only for variants built to rotate."""
+    monkeypatch.setattr(hopper_bwd, "sm_count", lambda device: 132)
+    assert hopper_bwd.turn_order(deterministic, rotatable, n_blocks, 0) == expected
+
+
+def test_rotatable_turns_mirror_the_kernel():
+    v = hopper_bwd.BwdVariant
+    assert v(128, "bf16", False).rotatable_turns and not v(128, "bf16", True).rotatable_turns
+    assert not v(64, "bf16", False, softcap=True).rotatable_turns and v(128, "bf16", False, softcap=True).rotatable_turns
+    assert not v(96, "bf16", False, need_dkv=False).rotatable_turns and v(64, "bf16", False, need_dkv=False).rotatable_turns
+    assert ("kRotatableTurns = !kIsCausal && !(kSoftcap && kHeadDim == 64) && !(!kNeedDkv && kHeadDim == 128)"
+            in (pathlib.Path(__file__).parent.parent / "cuda_src/attention/bwd_config.cuh").read_text())

@@ -15,6 +15,15 @@
 //              earlier), so at any query block m the higher key block got there first: with
 //              ascending order every block would wait out its whole head start, idle for about as
 //              long as it works; with descending order it never waits.
+//   full mask, p.deterministic == kRotatedTurns (the host's choice when a sequence's key blocks fit
+//              on the SMs at once): key block n walks the query blocks from n mod M on, wrapping
+//              around, and each query block takes its adds in the order the blocks arrive (by step,
+//              then by n). In step, the blocks of a head add into different query blocks and none
+//              waits; in ascending order block n first waited out n reductions, which at short
+//              sequences was 10-20% of the backward. A block now also waits for blocks launched
+//              after it, which is deadlock-free because all of a sequence's key blocks can be
+//              resident together (the host's condition) and the blocks of earlier sequences and
+//              heads finish without them.
 #pragma once
 #include "bwd_config.cuh"
 #include "bwd_params.cuh"
@@ -36,8 +45,8 @@ struct BwdTile {
   int head;       // query head
   int head_kv;    // the K/V head it reads
   int batch;
-  int m_begin;    // query blocks [m_begin, m_end) can see some key of this block
-  int m_end;
+  int m_begin;    // query blocks [m_begin, m_end) can see some key of this block; a full mask's are
+  int m_end;      // [0, m_end), visited from m_begin on (0, or with rotated turns n_block mod m_end)
   // The sequence (fixed lengths: the params'; kVarlen: from cu_seqlens / seqused)
   int q_start;    // first row in the packed tensors (0 with fixed lengths)
   int k_start;
@@ -48,6 +57,21 @@ struct BwdTile {
 
 // Causal order reverses the key blocks of a head in deterministic mode (see the top).
 __device__ __forceinline__ bool descending_turns(const BwdParams& p) { return kIsCausal && p.deterministic; }
+
+constexpr int kRotatedTurns = 2;   // p.deterministic's value for the rotated full-mask order (see the top)
+__device__ __forceinline__ bool rotated_turns(const BwdParams& p) {
+  return kRotatableTurns && p.deterministic == kRotatedTurns;
+}
+
+// The visits of tile t are v = m_begin, m_begin + 1, ... < visit_end(t); visit v is at query block
+// query_block(t, v): [m_begin, m_end) in order, or where the turns may rotate (a full mask) all of
+// [0, m_end) from m_begin on, wrapping around. (Counting visits from m_begin keeps a banded mask's
+// loops what they were: v is m.)
+__device__ __forceinline__ int visit_end(const BwdTile& t) { return kRotatableTurns ? t.m_begin + t.m_end : t.m_end; }
+
+__device__ __forceinline__ int query_block(const BwdTile& t, int v) {
+  return !kRotatableTurns || v < t.m_end ? v : v - t.m_end;
+}
 
 // With a causal mask, query block m sees key block n iff its last row i = 64m + 63 has
 // 128n <= i + offset, i.e. m >= floor((128n - offset) / 64). That bound grows with n, so the key
@@ -92,6 +116,7 @@ __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
   t.m_end = (t.seqlen_q + kBlockM - 1) / kBlockM;
   t.m_begin = 0;
   if (t.n_block >= t.n_blocks) t.m_end = 0;   // kVarlen: past the sequence's keys, no work
+  if (rotated_turns(p) && t.m_end > 0) t.m_begin = t.n_block % t.m_end;
   if (kIsCausal) {
     const i64 first = static_cast<i64>(t.n_block) * kBlockN - t.mask.causal_offset;
     if (first > 0) t.m_begin = first / kBlockM >= t.m_end ? t.m_end : static_cast<int>(first / kBlockM);
@@ -112,6 +137,16 @@ __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
 // (the prefix above), in descending order: the turn is n_last(m) - n. Called only for m >= m_begin,
 // where the last visible key 64m + 63 + offset >= 128n >= 0.
 __device__ __forceinline__ int dq_turn(const BwdParams& p, const BwdTile& t, int m) {
+  if (rotated_turns(p)) {
+    // Block n' reaches m at step (m - n') mod M: before n come the blocks of earlier steps -- whose
+    // residues n' mod M lie in the cyclic range (n mod M, m], each residue r held by q + (r < rem)
+    // blocks (N = q M + rem) -- then those of n's own step (residue) below it, n / M of them.
+    const int blocks_m = t.m_end, blocks_n = t.n_blocks, a = t.m_begin;
+    const int q = blocks_n / blocks_m, rem = blocks_n % blocks_m;
+    const int steps = m >= a ? m - a : m - a + blocks_m;
+    const int below_rem = m >= a ? max(0, min(m + 1, rem) - (a + 1)) : max(0, rem - (a + 1)) + min(m + 1, rem);
+    return steps * q + below_rem + t.n_block / blocks_m;
+  }
   if (!descending_turns(p)) return t.n_block;
   const i64 last_key = static_cast<i64>(m) * kBlockM + kBlockM - 1 + t.mask.causal_offset;
   const i64 n_last = last_key / kBlockN;

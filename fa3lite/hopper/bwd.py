@@ -46,7 +46,7 @@ from ..runtime.driver import on_device
 from ..runtime.params import ParamStruct
 from ..variants import HEAD_DIM_PAIRS, kernel_head_dim, value_head_dim
 from .common import (DTYPE_NAMES, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index,
-                     l2_bytes, score_scales)
+                     l2_bytes, score_scales, sm_count)
 
 HEAD_DIMS = (64, 96, 128, 192, 256)   # 96 and 192 run the 128 and 256 kernels padded (variants.kernel_head_dim)
 DTYPES = ("bf16", "fp16")
@@ -115,6 +115,14 @@ class BwdVariant:
     def kernel_dim(self) -> int:
         """The kernel's head dim (variants.kernel_head_dim)."""
         return kernel_head_dim(self.head_dim)
+
+    @property
+    def rotatable_turns(self) -> bool:
+        """Mirror of kRotatableTurns (bwd_config.cuh): deterministic mode may rotate the query blocks
+        (a full mask; not D = 64 with softcap nor dQ-only at D = 128, whose registers lack room for
+        the wrap)."""
+        return (not self.causal and not (self.softcap and self.kernel_dim == 64)
+                and not (not self.need_dkv and self.kernel_dim == 128))
 
     @property
     def wide(self) -> bool:
@@ -264,6 +272,21 @@ def post_grid(query_blocks: int) -> tuple[int, int, int]:
     return (query_blocks, 1, 1)
 
 
+ROTATED_TURNS = 2   # BwdParams.deterministic for the rotated full-mask order (bwd_scheduler.cuh kRotatedTurns)
+
+
+def turn_order(deterministic: bool, rotatable: bool, n_blocks: int, device: int) -> int:
+    """BwdParams.deterministic: 0 (off), 1 (key-block order: ascending, descending with a band), or
+    ROTATED_TURNS for a variant that can rotate (BwdVariant.rotatable_turns: a full mask) when a
+    sequence's n_blocks key blocks fit on half the SMs: each then walks the query blocks from its own
+    on, so none waits for its first turn, but a block may wait for blocks launched after it, which
+    must be able to become resident (the margin leaves room for SMs that another stream's kernels or
+    an MPS limit hold; bwd_scheduler.cuh)."""
+    if not deterministic:
+        return 0
+    return ROTATED_TURNS if rotatable and 2 * n_blocks <= sm_count(device) else 1
+
+
 def lpt_heads(q: torch.Tensor, v: torch.Tensor, heads: int) -> int:
     """Heads per group of the causal launch order (bwd_scheduler.cuh): a power of two whose Q, dO
     and f32 dQ rows take at most half of L2, so the group's key-block CTAs, which all read them, mostly
@@ -407,7 +430,8 @@ class _BwdPlan:
             seq_maps=0, q_row_bytes=0, k_row_bytes=0, v_row_bytes=0, dout_row_bytes=0,
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
             num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset, local_offset=local_offset,
-            deterministic=int(deterministic), softmax_scale=softmax_scale,
+            deterministic=turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
+            softmax_scale=softmax_scale,
             lpt_heads=lpt_heads(q, v, B * Hq) if banded and not deterministic else 0,
             **score_scales(softmax_scale, softcap))
         post_params = POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq, num_heads=Hq,

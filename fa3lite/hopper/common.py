@@ -58,3 +58,9 @@ def l2_bytes(device) -> int:
     """The L2 cache size in bytes of a CUDA device (index or torch.device)."""
     props = torch.cuda.get_device_properties(device)
     return int(getattr(props, "L2_cache_size", 0) or L2_FALLBACK_BYTES)
+
+
+@functools.cache
+def sm_count(device_index: int) -> int:
+    """The streaming multiprocessors of a CUDA device: persistent grids and the turn order size to it."""
+    return torch.cuda.get_device_properties(device_index).multi_processor_count

@@ -20,7 +20,7 @@ from ..runtime import cdriver, launch, tma
 from ..runtime.driver import on_device
 from ..variants import FWD_PARAMS, FwdTile, FwdVariant, fwd_tile
 from .common import (DTYPE_NAMES, MAX_GRID_X, OFFSET_LIMIT, PLAN_LIMIT, band, debug_build, device_index,
-                     score_scales)
+                     score_scales, sm_count)
 
 
 def fwd_variant(q, causal: bool, seqlen_k: int, softcap: bool = False, head_dim_v: int | None = None,
@@ -71,7 +71,7 @@ class _FwdPlan:
         tiles = num_m_blocks * Hq * B
         if tiles > MAX_GRID_X:
             raise ValueError(f"too many tiles for one launch: {tiles} > {MAX_GRID_X}")
-        ctas = fwd_grid(variant, tiles, Sq, causal_offset, local_offset, _sm_count(self.dev))
+        ctas = fwd_grid(variant, tiles, Sq, causal_offset, local_offset, sm_count(self.dev))
         self.grid, self.device = (ctas, 1, 1), q.device
         out_stride = (Sq * Hq * Dv, Hq * Dv, Dv, 1)
         if bhsd:
@@ -146,11 +146,6 @@ def fwd_grid(variant: FwdVariant, tiles: int, seqlen_q: int, causal_offset: int,
         if windowed or min(variant.block_m, seqlen_q) + causal_offset <= 0:
             return tiles
     return sm_count
-
-
-@functools.cache
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 _plans: dict[tuple, _FwdPlan] = {}

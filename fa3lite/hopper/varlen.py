@@ -32,7 +32,8 @@ from ..runtime import launch, tma
 from ..runtime.driver import on_device
 from ..variants import FWD_PARAMS, FwdTile, FwdVariant, split_tile, varlen_tile
 from . import bwd, combine, fwd, splits
-from .common import DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index, score_scales
+from .common import (DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index, score_scales,
+                     sm_count)
 
 _MAP_BYTES = 128
 _MAPS_PER_CTA = 3     # q, k, v; a persistent CTA keeps two sets (scheduler.cuh kMapSets)
@@ -84,7 +85,7 @@ class _VarlenPlan:
         m_blocks = -(-max_seqlen_q // variant.block_m)
         tiles = m_blocks * Hq * batch
         if split and num_splits == 0:
-            num_splits = splits.num_splits(tiles, -(-max_seqlen_k // variant.block_n), fwd._sm_count(self.dev))
+            num_splits = splits.num_splits(tiles, -(-max_seqlen_k // variant.block_n), sm_count(self.dev))
         self.splits = min(max(num_splits, 1), splits.MAX_SPLITS)
         if batch > combine.MAX_SEQUENCES:   # the combine's grid has a row per sequence; so many fill the GPU anyway
             self.splits = 1
@@ -92,7 +93,7 @@ class _VarlenPlan:
         if tiles > MAX_GRID_X:
             raise ValueError(f"too many tiles for one launch: {tiles} > {MAX_GRID_X}")
         persistent = variant.tile.persistent
-        ctas = min(tiles, fwd._sm_count(self.dev)) if persistent else tiles
+        ctas = min(tiles, sm_count(self.dev)) if persistent else tiles
         self.grid, self.threads, self.ctas = (ctas, 1, 1), variant.threads, ctas
         self.device, self.dtype = q.device, q.dtype
         self.out_shape, self.lse_shape = (total_q, Hq, Dv), (Hq, total_q)
@@ -312,7 +313,8 @@ class _VarlenBwdPlan:
             seq_maps=0, q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
             dout_row_bytes=dout.stride(0) * es,
             seqlen_q=0, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks, num_n_blocks=n_blocks,
-            causal_offset=causal_offset, local_offset=local_offset, deterministic=int(deterministic),
+            causal_offset=causal_offset, local_offset=local_offset,
+            deterministic=bwd.turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
             lpt_heads=0, softmax_scale=softmax_scale, **score_scales(softmax_scale, softcap))
         self.post_grid = bwd.post_grid(batch * Hq * m_blocks)
         self.post_params = bwd.POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0,
