@@ -33,10 +33,10 @@ constexpr bool kNeedDq = FA3LITE_NEED_DQ != 0;
 constexpr bool kNeedDkv = FA3LITE_NEED_DKV != 0;
 constexpr bool kWide = kHeadDim > 128;
 // Deterministic mode may visit a full mask's query blocks rotated (bwd_scheduler.cuh kRotatedTurns).
-// The wrap costs a register that two kinds of variant lack (8-16 bytes of spills): D = 64 with
-// softcap, and dQ-only at D = 128 (and 96); those keep the ascending order. Host mirror:
-// BwdVariant.rotatable_turns.
-constexpr bool kRotatableTurns = !kIsCausal && !(kSoftcap && kHeadDim == 64) && !(!kNeedDkv && kHeadDim == 128);
+// The wrap costs D = 64 softcap's consumers a register they lack (8 bytes of spills): those keep the
+// ascending order, whatever gradients they compute (dQ alone adds in the same order as with dK/dV).
+// Host mirror: BwdVariant.rotatable_turns.
+constexpr bool kRotatableTurns = !kIsCausal && !(kSoftcap && kHeadDim == 64);
 
 // Query rows per step: the N of S^T = K Q^T, the K of dV += P^T dO. The host picks it per head dim
 // (BwdVariant.block_m): 128 at D = 64, where S^T and dP^T of 128 queries still fit next to dK/dV (32

@@ -78,14 +78,14 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
   if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
   RingPos<kStages> pos;
   int ds_buf = 0;
-  for (int v = t.m_begin; v < visit_end(t); ++v) {
+  for (int v = visit_first(t); v < t.m_end; ++v) {
     const int m = query_block(t, v);
     const int s = pos.stage;
     float st[kBlockM / 2];    // S^T, then P^T
     float dpt[kBlockM / 2];   // dP^T, then dS^T
 
     mbar::wait(sm.q_full(s), pos.phase);
-    if (wg == 0 && tid == 0 && v == t.m_begin) trace::mark(blockIdx.x, 2);
+    if (wg == 0 && tid == 0 && v == visit_first(t)) trace::mark(blockIdx.x, 2);
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
@@ -182,8 +182,8 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       wgmma::wait_group<kDkAfterDq ? 1 : 0>();   // dQ (dK may still run)
       fence_regs(dq);
       // dQ tile to smem for the writer warp of its buffer (bwd_dq.cuh); the buffers alternate.
-      const int dq_buf = (v - t.m_begin) % kDqBuffers;
-      if (v - t.m_begin >= kDqBuffers) named_barrier::sync(dq_empty_barrier(dq_buf), kDqSyncThreads);
+      const int dq_buf = (v - visit_first(t)) % kDqBuffers;
+      if (v - visit_first(t) >= kDqBuffers) named_barrier::sync(dq_empty_barrier(dq_buf), kDqSyncThreads);
       store_dq_tile(sm, dq_buf, kDqAllKeys ? 0 : wg, kDqAllKeys ? wg : 0, tid, dq);
       fence::proxy_async_smem();
       named_barrier::arrive(dq_full_barrier(dq_buf), kDqSyncThreads);
@@ -196,7 +196,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       // Q and dO of this stage are no longer read (the dV/dK wgmmas that read them completed).
       release_stage(sm.empty(s));
     }
-    if (wg == 0 && tid == 0 && v == t.m_begin) trace::mark(blockIdx.x, 6);
+    if (wg == 0 && tid == 0 && v == visit_first(t)) trace::mark(blockIdx.x, 6);
     pos.advance();
   }
   if (wg == 0 && tid == 0) trace::mark(blockIdx.x, 3);

@@ -72,7 +72,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
   if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
   RingPos<kStages> pos;
   int buf = 0;
-  for (int v = t.m_begin; v < visit_end(t); ++v) {
+  for (int v = visit_first(t); v < t.m_end; ++v) {
     const int m = query_block(t, v);
     const int s = pos.stage;
     float st[kWgQueries / 2];    // S^T, then P^T

@@ -84,11 +84,11 @@ __device__ __forceinline__ void wait_turn(const i32* sem, int turn) {
   gmem::fence_proxy_async_global();   // the bulk reduce (async proxy) comes after the acquire
 }
 
-// Writer of dQ buffer `buf`: visits m_begin + buf, m_begin + buf + kDqBuffers, ... (query_block). Run by a
+// Writer of dQ buffer `buf`: visits first + buf, first + buf + kDqBuffers, ... (query_block). Run by a
 // whole warp; lane 0 issues the bulk operations.
 __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int buf) {
   const bool leader = threadIdx.x % 32 == 0;
-  for (int v = t.m_begin + buf; v < visit_end(t); v += kDqBuffers) {
+  for (int v = visit_first(t) + buf; v < t.m_end; v += kDqBuffers) {
     const int m = query_block(t, v);
     named_barrier::sync(dq_full_barrier(buf), kDqSyncThreads);
     if (leader) {
@@ -108,7 +108,7 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem&
     __syncwarp();
     // The consumers may store a later tile while the adds complete: they need not wait for the
     // round trip to global memory, only the next key block does.
-    if (v + kDqBuffers < visit_end(t)) named_barrier::arrive(dq_empty_barrier(buf), kDqSyncThreads);
+    if (v + kDqBuffers < t.m_end) named_barrier::arrive(dq_empty_barrier(buf), kDqSyncThreads);
     if (leader && p.deterministic) {
       tma::wait_group<0>();                   // the adds are done in global memory ...
       gmem::fence_proxy_async_global();
@@ -124,7 +124,7 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem&
 // whole warp; lane 0 reads and advances the counters.
 __device__ __forceinline__ void bwd_dq_turn_keeper(const BwdParams& p, const BwdTile& t, int wg) {
   const bool leader = threadIdx.x % 32 == 0;
-  for (int v = t.m_begin; v < visit_end(t); ++v) {
+  for (int v = visit_first(t); v < t.m_end; ++v) {
     const int m = query_block(t, v);
     if (leader) wait_turn(dq_turn_counter(p, t, m, wg), dq_turn(p, t, m));
     __syncwarp();

@@ -25,7 +25,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
 
   if (threadIdx.x == 0) {
     trace::mark(blockIdx.x, 1);
-    trace::place(blockIdx.x, visit_end(t) - t.m_begin);
+    trace::place(blockIdx.x, t.m_end - visit_first(t));
     mbar::init(sm.kv_full(), 1);
     for (int s = 0; s < kStages; ++s) {
       mbar::init(sm.q_full(s), 1);

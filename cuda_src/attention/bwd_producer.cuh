@@ -45,7 +45,7 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem& 
 
   const i64 stat_row0 = (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.num_m_blocks * kBlockM;
   RingPos<kStages> pos;
-  for (int v = t.m_begin; v < visit_end(t); ++v) {
+  for (int v = visit_first(t); v < t.m_end; ++v) {
     const int m = query_block(t, v);
     const int s = pos.stage;
     const i64 stat = stat_row0 + static_cast<i64>(m) * kBlockM;

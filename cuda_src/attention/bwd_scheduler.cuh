@@ -63,14 +63,16 @@ __device__ __forceinline__ bool rotated_turns(const BwdParams& p) {
   return kRotatableTurns && p.deterministic == kRotatedTurns;
 }
 
-// The visits of tile t are v = m_begin, m_begin + 1, ... < visit_end(t); visit v is at query block
-// query_block(t, v): [m_begin, m_end) in order, or where the turns may rotate (a full mask) all of
-// [0, m_end) from m_begin on, wrapping around. (Counting visits from m_begin keeps a banded mask's
-// loops what they were: v is m.)
-__device__ __forceinline__ int visit_end(const BwdTile& t) { return kRotatableTurns ? t.m_begin + t.m_end : t.m_end; }
+// The visits of tile t are v = visit_first(t), ..., m_end - 1, visit v at query block
+// query_block(t, v): a banded mask's [m_begin, m_end) in order (v is m), or where the turns may
+// rotate (a full mask) all of [0, m_end) from m_begin on, wrapping around (v counts from 0, so the
+// consumers, which need no m with a full mask, keep the loop they had).
+__device__ __forceinline__ int visit_first(const BwdTile& t) { return kRotatableTurns ? 0 : t.m_begin; }
 
 __device__ __forceinline__ int query_block(const BwdTile& t, int v) {
-  return !kRotatableTurns || v < t.m_end ? v : v - t.m_end;
+  if constexpr (!kRotatableTurns) return v;
+  const int m = t.m_begin + v;
+  return m < t.m_end ? m : m - t.m_end;
 }
 
 // With a causal mask, query block m sees key block n iff its last row i = 64m + 63 has

@@ -119,10 +119,8 @@ class BwdVariant:
     @property
     def rotatable_turns(self) -> bool:
         """Mirror of kRotatableTurns (bwd_config.cuh): deterministic mode may rotate the query blocks
-        (a full mask; not D = 64 with softcap nor dQ-only at D = 128, whose registers lack room for
-        the wrap)."""
-        return (not self.causal and not (self.softcap and self.kernel_dim == 64)
-                and not (not self.need_dkv and self.kernel_dim == 128))
+        (a full mask; not D = 64 with softcap, whose registers lack room for the wrap)."""
+        return not self.causal and not (self.softcap and self.kernel_dim == 64)
 
     @property
     def wide(self) -> bool:
