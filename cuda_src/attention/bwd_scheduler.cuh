@@ -16,14 +16,14 @@
 //              ascending order every block would wait out its whole head start, idle for about as
 //              long as it works; with descending order it never waits.
 //   full mask, p.deterministic == kRotatedTurns (the host's choice when a sequence's key blocks fit
-//              on the SMs at once): key block n walks the query blocks from n mod M on, wrapping
+//              on half the SMs: bwd.py turn_order): key block n walks the query blocks from n mod M on, wrapping
 //              around, and each query block takes its adds in the order the blocks arrive (by step,
 //              then by n). In step, the blocks of a head add into different query blocks and none
 //              waits; in ascending order block n first waited out n reductions, which at short
 //              sequences was 10-20% of the backward. A block now also waits for blocks launched
 //              after it, which is deadlock-free because all of a sequence's key blocks can be
 //              resident together (the host's condition) and the blocks of earlier sequences and
-//              heads finish without them.
+//              heads finish without them. Not for D = 64 with softcap (bwd_config.cuh).
 #pragma once
 #include "bwd_config.cuh"
 #include "bwd_params.cuh"
