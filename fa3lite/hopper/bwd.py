@@ -27,7 +27,8 @@ dq there is no accumulator, no turn counters, no postprocess and no dQ work in t
 without dk/dv no dk/dv buffers (and no GQA f32 buffers or sum) and no dV/dK work in the kernel.
 With GQA/MQA the main kernel writes dK/dV per query head in f32 (B, Sk, Hq, D), summed here over the
 query heads of each K/V head (a fixed-order torch reduction, so deterministic too).
-deterministic=True orders the dQ additions by key block (a turn counter per query block), so
+deterministic=True adds each query block's dQ tiles in a fixed order of key blocks (a turn counter
+per query block; the order per mask in cuda_src/attention/bwd_scheduler.cuh, turn_order here), so
 repeated runs give bitwise-equal dq (it has no effect without need_dq); dk/dv are always
 deterministic (each CTA owns its key rows).
 """
