@@ -126,12 +126,16 @@ __device__ __forceinline__ KeyBlocks key_blocks(const FwdParams& p, const Seq& s
 // with tile j - 2's Q, after its every K/V stage arrived).
 constexpr int kMapSets = kPersistent ? 2 : 1;
 
+__device__ __forceinline__ TmaDesc* seq_map_set(const FwdParams& p, u32 set) {
+  return p.seq_maps + 3 * (kMapSets * blockIdx.x + set % kMapSets);
+}
+
 __device__ __forceinline__ const TmaDesc* seq_map(const FwdParams& p, u32 set, int which) {
-  return p.seq_maps + 3 * (kMapSets * blockIdx.x + set % kMapSets) + which;
+  return seq_map_set(p, set) + which;
 }
 
 __device__ __forceinline__ void make_seq_maps(const FwdParams& p, const Seq& s, u32 set) {
-  TmaDesc* const slots = p.seq_maps + 3 * (kMapSets * blockIdx.x + set % kMapSets);
+  TmaDesc* const slots = seq_map_set(p, set);
   const TmaDesc* const templates[3] = {&p.q, &p.k, &p.v};
   const char* const bases[3] = {p.q_base + s.q_start * p.q_row_bytes, p.k_base + s.k_start * p.k_row_bytes,
                                 p.v_base + s.k_start * p.v_row_bytes};
