@@ -94,7 +94,7 @@ class _VarlenPlan:
             raise ValueError(f"too many tiles for one launch: {tiles} > {MAX_GRID_X}")
         persistent = variant.tile.persistent
         ctas = min(tiles, sm_count(self.dev)) if persistent else tiles
-        self.grid, self.threads, self.ctas = (ctas, 1, 1), variant.threads, ctas
+        self.grid, self.threads = (ctas, 1, 1), variant.threads
         self.device, self.dtype = q.device, q.dtype
         self.out_shape, self.lse_shape = (total_q, Hq, Dv), (Hq, total_q)
         es = q.element_size()
