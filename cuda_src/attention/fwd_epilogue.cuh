@@ -70,7 +70,7 @@ __device__ __forceinline__ void fill_gap_rows(const FwdParams& p, int tid, int t
       const Seq s = seq_of(p, b - 1);
       first = s.q_start + s.seqlen_q;
     }
-    const int last = b < seqs ? min(max(p.cu_seqlens_q[b], 0), p.seqlen_q) : p.seqlen_q;
+    const int last = b < seqs ? q_start_of(p, b) : p.seqlen_q;
 #pragma unroll 1
     for (int row = first; row < last; ++row) {
       char* const o = p.o_base + static_cast<i64>(row) * row_chunks * 16;

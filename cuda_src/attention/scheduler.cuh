@@ -71,6 +71,11 @@ struct Seq {
   int local_offset;
 };
 
+// kVarlen: sequence b's first row of the packed q/O rows, clamped to them (b <= B).
+__device__ __forceinline__ int q_start_of(const FwdParams& p, int b) {
+  return min(max(p.cu_seqlens_q[b], 0), p.seqlen_q);
+}
+
 __device__ __forceinline__ Seq seq_of(const FwdParams& p, int batch) {
   if constexpr (!kVarlen) {
     return {0, 0, p.seqlen_q, p.seqlen_k, p.causal_offset, p.local_offset};
@@ -78,7 +83,7 @@ __device__ __forceinline__ Seq seq_of(const FwdParams& p, int batch) {
     // Offsets and lengths are device values the host never reads: clamped to the packed tensors'
     // rows (p.seqlen_q = total_q, p.seqlen_k = total_k), so malformed ones give that sequence wrong
     // rows, never a read or write out of bounds.
-    const int q_start = min(max(p.cu_seqlens_q[batch], 0), p.seqlen_q);
+    const int q_start = q_start_of(p, batch);
     const int k_start = min(max(p.cu_seqlens_k[batch], 0), p.seqlen_k);
     int sq = p.seqused_q != nullptr ? p.seqused_q[batch] : p.cu_seqlens_q[batch + 1] - q_start;
     int sk = p.seqused_k != nullptr ? p.seqused_k[batch] : p.cu_seqlens_k[batch + 1] - k_start;
