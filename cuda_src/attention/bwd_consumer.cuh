@@ -111,16 +111,20 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     // registers while the wgmmas run) but before P^T, so the loads are in flight during the exp2s.
     float dps[kBlockM / 4];
     if constexpr (!kSoftcap) load_row_stats<kBlockM>(sm.dps(s), tid, dps);
-    probs_transposed<kBlockM>(st, p, t.mask, lse, tid, needs_mask(t.mask, key0, m), key0 + rb, m * kBlockM);
+    probs_transposed<kBlockM, !kEarlyDv>(st, p, t.mask, lse, tid, needs_mask(t.mask, key0, m), key0 + rb,
+                                         m * kBlockM);
     if constexpr (kEarlyDv) {
       // dV += P^T dO goes out before the wait for dP^T: the exp2s then have to finish while the
       // dP^T wgmma runs (ptxas otherwise sinks them below the wait), and the tensor pipe has dV's
-      // work while dS^T is formed.
+      // work while dS^T is formed. Each k-step goes out as soon as its 16 query columns' exp2s are
+      // done, so the tensor pipe, which runs out of dP^T work while MUFU is still busy, gets dV's
+      // first steps during the exp2s of the later ones.
       u32 pa[kBlockM / 16][4];
-      pack_fragments<kBlockM>(st, pa);
-      wgmma::fence();
 #pragma unroll
       for (int kk = 0; kk < kBlockM / 16; ++kk) {
+        exp2_step<kBlockM>(st, kk);
+        pack_fragment<kBlockM>(st, kk, pa[kk]);
+        wgmma::fence();
         wgmma::mma<kWgCols, Element>::template rs<1>(dv, pa[kk], mnmajor_desc(sm.dout(s), kBlockM, kk), 1);
       }
       wgmma::commit_group();

@@ -68,7 +68,8 @@ __device__ __forceinline__ void hide_invisible(float (&st)[N / 2], const SeqMask
 // warp-uniform branch (most blocks need no mask and issue no compare or select per element), then
 // the exp2s: after the branch, in one basic block with step 2, so the scheduler interleaves them
 // with the dS^T math. exp2(-inf) = 0; with softcap step 2 makes P^T = 0 and a derivative of 0.
-template <int N>
+// Exp2 false: the caller takes the exp2s itself, k-step by k-step (exp2_step).
+template <int N, bool Exp2 = true>
 __device__ __forceinline__ void probs_transposed(float (&st)[N / 2], const BwdParams& p, const SeqMask& mk,
                                                  const float (&lse)[N / 4], int tid, bool masked, int key_row0,
                                                  int query0) {
@@ -77,10 +78,17 @@ __device__ __forceinline__ void probs_transposed(float (&st)[N / 2], const BwdPa
     st[i] = kSoftcap ? math::tanh(st[i] * p.softcap_scale) : fmaf(st[i], p.scale_log2, -lse[2 * (i >> 2) + (i & 1)]);
   }
   if (masked) hide_invisible<N>(st, mk, key_row0, query0 + frag::col_base(tid));
-  if constexpr (!kSoftcap) {
+  if constexpr (!kSoftcap && Exp2) {
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) st[i] = math::ex2(st[i]);
   }
+}
+
+// The exp2s of the accumulators of k16 step kk (8kk..8kk+7: the 16 query columns of one A fragment).
+template <int N>
+__device__ __forceinline__ void exp2_step(float (&st)[N / 2], int kk) {
+#pragma unroll
+  for (int i = 8 * kk; i < 8 * kk + 8; ++i) st[i] = math::ex2(st[i]);
 }
 
 // Step 2: dS^T from P^T (softcap: from T) and dP^T. With softcap the LSE and dPsum of each 8-column
@@ -115,12 +123,15 @@ __device__ __forceinline__ void dscores_transposed(float (&pt)[N / 2], float (&d
 // A fragments of k16 step kk = accumulators 8kk..8kk+7 packed pairwise; also the register order of
 // one stmatrix x4 of the 16-column block kk.
 template <int N>
+__device__ __forceinline__ void pack_fragment(const float (&acc)[N / 2], int kk, u32 (&frag)[4]) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) frag[r] = math::pack(acc[8 * kk + 2 * r], acc[8 * kk + 2 * r + 1], Element{});
+}
+
+template <int N>
 __device__ __forceinline__ void pack_fragments(const float (&acc)[N / 2], u32 (&frag)[N / 16][4]) {
 #pragma unroll
-  for (int kk = 0; kk < N / 16; ++kk) {
-#pragma unroll
-    for (int r = 0; r < 4; ++r) frag[kk][r] = math::pack(acc[8 * kk + 2 * r], acc[8 * kk + 2 * r + 1], Element{});
-  }
+  for (int kk = 0; kk < N / 16; ++kk) pack_fragment<N>(acc, kk, frag[kk]);
 }
 
 }}}  // namespace fa3lite::attn::bwd
