@@ -169,6 +169,11 @@ def test_early_dv_keeps_the_exp2s_under_the_dp_wgmma(head_dim, causal):
     between = sum(op.startswith("MUFU.EX2") for op in window)
     assert between >= v.block_m // 2, (between, window)
     assert any(op.startswith("HGMMA") for op in window)   # dV's wgmmas issue there
+    # dV's k-steps go out with their exp2s (exp2_step): the first before the last exp2, so the tensor
+    # pipe has dV work while MUFU finishes P^T (all four after the exp2s before commit e92e987)
+    first_dv = next(i for i, op in enumerate(window) if op.startswith("HGMMA"))
+    last_ex2 = max(i for i, op in enumerate(window) if op.startswith("MUFU.EX2"))
+    assert first_dv < last_ex2, window
 
 
 @pytest.mark.parametrize("softcap", [False, True], ids=["plain", "softcap"])
