@@ -62,6 +62,13 @@ __device__ __forceinline__ void hide_invisible(float (&st)[N / 2], const SeqMask
   frag::hide_outside<N>(st, lo, hi);
 }
 
+// The exp2s of the accumulators of k16 step kk (8kk..8kk+7: the 16 query columns of one A fragment).
+template <int N>
+__device__ __forceinline__ void exp2_step(float (&st)[N / 2], int kk) {
+#pragma unroll
+  for (int i = 8 * kk; i < 8 * kk + 8; ++i) st[i] = math::ex2(st[i]);
+}
+
 // Step 1. key_row0: the thread's key row of accumulator half 0; query0: the tile's first query row.
 // Accumulator i sits in column 8 (i >> 2) + cb + (i & 1): row statistic 2 (i >> 2) + (i & 1).
 // The exponent (softcap: T) of every entry first, then hidden entries set to -inf behind a
@@ -80,15 +87,8 @@ __device__ __forceinline__ void probs_transposed(float (&st)[N / 2], const BwdPa
   if (masked) hide_invisible<N>(st, mk, key_row0, query0 + frag::col_base(tid));
   if constexpr (!kSoftcap && Exp2) {
 #pragma unroll
-    for (int i = 0; i < N / 2; ++i) st[i] = math::ex2(st[i]);
+    for (int kk = 0; kk < N / 16; ++kk) exp2_step<N>(st, kk);
   }
-}
-
-// The exp2s of the accumulators of k16 step kk (8kk..8kk+7: the 16 query columns of one A fragment).
-template <int N>
-__device__ __forceinline__ void exp2_step(float (&st)[N / 2], int kk) {
-#pragma unroll
-  for (int i = 8 * kk; i < 8 * kk + 8; ++i) st[i] = math::ex2(st[i]);
 }
 
 // Step 2: dS^T from P^T (softcap: from T) and dP^T. With softcap the LSE and dPsum of each 8-column
