@@ -25,6 +25,7 @@ goes straight to its launch plan.
 from __future__ import annotations
 
 import dataclasses
+import typing
 
 import torch
 
@@ -96,42 +97,60 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         with torch.no_grad():
             return found(*args)
     layout = _Layout.of(q, k_cache, page_table, softmax_scale, causal, window_size, softcap, rotary_interleaved,
-                        num_splits, pack_gqa, return_softmax_lse)
+                        num_splits, pack_gqa, return_softmax_lse, rotated=k is not None and rotary_cos is not None)
     with torch.no_grad():
         if _pages_in_place(layout, q, k_cache, v_cache, page_table, backend):
             paged = dataclasses.replace(layout, pages_in_place=True)
-            qrows, keys, cu_q, cu_k, used_k = paged.inputs(*args)
+            rows = paged.inputs(*args, alias=True)
             try:
-                kernel = _kernel_plan(paged, qrows, keys[0], keys[1], page_table)
+                kernel = _kernel_plan(paged, rows.q, rows.k, rows.v, rows.aliased, page_table)
             except KernelUnavailable:   # (backend "auto") gather the pages instead; the append repeats
                 if backend == "fa3lite":   # the same writes, and the rotation starts from q, k again
                     raise
             else:
-                out, lse = kernel(qrows, keys[0], keys[1], cu_q, cu_k, None, used_k, None, page_table)
+                out, lse = kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, rows.used_q, rows.used_k, None,
+                                  page_table)
                 callkey.remember(key)
                 if key is not None:
                     callkey.attach(key, _Plan(paged, kernel))
-                return paged.outputs(out, lse)
-        qrows, keys, cu_q, cu_k, used_k = layout.inputs(*args)
+                return paged.outputs(out, lse, rows.aliased)
+        rows = layout.inputs(*args)
         band, causal_offset, local_offset = layout.mask
-        out, lse = ops.varlen_attention(qrows, keys[0], keys[1], cu_q, cu_k, None, used_k, layout.rows,
+        out, lse = ops.varlen_attention(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, None, rows.used_k, layout.rows,
                                         layout.rows_per_seq, layout.scale, band, causal_offset, local_offset,
                                         layout.softcap, None, False, backend, layout.splits, layout.pack_group)
-        result = layout.outputs(out, lse)
+        result = layout.outputs(out, lse, False)
         callkey.remember(key)
-        if key is not None and ops.varlen_kernels_take(qrows, keys[0], keys[1], layout.scale, layout.softcap, backend):
-            callkey.attach(key, _Plan(layout, _kernel_plan(layout, qrows, *keys)))
+        if key is not None and ops.varlen_kernels_take(rows.q, rows.k, rows.v, layout.scale, layout.softcap, backend):
+            if layout.aliased:   # the repeats read the step's queries in place: a plan for that view
+                kernel = _kernel_plan(layout, alias_rows(q if not layout.rotated else q.new_empty(q.shape),
+                                                         layout.group), rows.k, rows.v, True)
+            else:
+                kernel = _kernel_plan(layout, rows.q, rows.k, rows.v, False)
+            callkey.attach(key, _Plan(layout, kernel))
     return result
 
 
-def _kernel_plan(layout: "_Layout", qrows, k, v, page_table=None):
+def _kernel_plan(layout: "_Layout", qrows, k, v, aliased: bool, page_table=None):
     """The varlen kernel's launch plan for this layout and the call's (q rows, k rows, v rows) from
     layout.inputs (with pages in place: the pool as rows, and the page table)."""
     band, causal_offset, local_offset = layout.mask
     paged = (layout.rows_per_seq // page_table.shape[1], page_table.shape[1]) if layout.pages_in_place else None
     return ops.varlen_forward_plan(qrows, k, v, layout.b, layout.rows, layout.scale, band, causal_offset,
                                    local_offset, layout.softcap, layout.rows_per_seq, layout.splits,
-                                   layout.pack_group, paged)
+                                   layout.pack_group, paged, aliased)
+
+
+def alias_rows(q: torch.Tensor, group: int) -> torch.Tensor:
+    """A decode step's queries q (B, 1, Hq, D) -- a position's heads adjacent, each head's D values
+    contiguous -- as the packed-GQA rows the split kernel reads, without a copy: (rows, Hq // group,
+    D) with row stride D and head stride group * D; sequence b's `group` rows start at row b * Hq
+    (cu_seqlens_q b * Hq, seqused_q group). Rows of neighbouring sequences overlap (row b * Hq + group
+    is head 1 of row b * Hq): the kernels touch only each sequence's own rows, and a plan built with
+    aliased=True writes out and lse through the same strides, in the step's own layout
+    (fa3lite/hopper/varlen.py)."""
+    b, _, hq, d = q.shape
+    return q.as_strided(((b - 1) * hq + group, hq // group, d), (d, group * d, 1))
 
 
 def _pages_in_place(layout: "_Layout", q, k_cache, v_cache, page_table, backend: str) -> bool:
@@ -169,32 +188,39 @@ class _Layout:
     windowed: bool
     interleaved: bool
     return_lse: bool
+    rotated: bool           # q is rotated first (rotary tables and new rows): a new contiguous tensor
+    aliased: bool           # the kernel plans read q and write out / lse in the step's layout (alias_rows)
     pages_in_place: bool = False   # the kernel reads the page pool (else the pages are gathered)
 
     @classmethod
     def of(cls, q, k_cache, page_table, softmax_scale, causal, window_size, softcap, interleaved, num_splits,
-           pack_gqa, return_lse) -> "_Layout":
+           pack_gqa, return_lse, rotated: bool) -> "_Layout":
         b, sq, hq, d = q.shape
         paged = page_table is not None
         group = hq // k_cache.shape[2]
         packs = _packs(pack_gqa, group)
         rows = group * sq if packs else sq
+        splits = _kernel_splits(num_splits, rows)
+        # alias_rows: one position of packed heads on the split kernel (no rows between sequences to
+        # fill), q's heads adjacent and 16-byte aligned (rotary's output always is)
+        aliased = packs and sq == 1 and splits >= 0 and (rotated or (
+            q.stride(3) == 1 and q.stride(2) == d and (b == 1 or q.stride(0) == hq * d) and q.data_ptr() % 16 == 0))
         return cls(b, sq, hq, d, group, page_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1],
-                   paged, packs, rows, _kernel_splits(num_splits, rows),
+                   paged, packs, rows, splits,
                    d ** -0.5 if softmax_scale is None else float(softmax_scale), window_mask(0, 0, causal, window_size),
                    float(softcap), causal,
-                   tuple(window_size) != (-1, -1), interleaved, return_lse)
+                   tuple(window_size) != (-1, -1), interleaved, return_lse, rotated, aliased)
 
     @property
     def pack_group(self) -> int:
         return self.group if self.packs else 1
 
     def inputs(self, q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, leftpad, page_table,
-               appender=None):
-        """Rotary and the append (in place), then the varlen path's (q rows (B * rows, heads, D), [k
-        rows, v rows], cu_seqlens_q, cu_seqlens_k, seqused_k). ``appender``: None, or a callable
-        that writes k and v into the caches (the append kernel's launch, _Plan) and returns whether
-        it did; otherwise torch's ops do (_append)."""
+               appender=None, alias: bool = False) -> "_Rows":
+        """Rotary and the append (in place), then the varlen path's inputs (_Rows). ``appender``: None,
+        or a callable that writes k and v into the caches (the append kernel's launch, _Plan) and
+        returns whether it did; otherwise torch's ops do (_append). ``alias``: q's rows as alias_rows'
+        view where the layout allows (the kernel plans), else packed into a copy (the general path)."""
         b, sq, dev = self.b, self.sq, q.device
         s_new = 0 if k is None else k.shape[1]
         if k is not None:
@@ -219,6 +245,9 @@ class _Layout:
                                  self.rows_per_seq, keys[0].shape[0], dev)
         if self.pages_in_place:   # the kernel finds each sequence's rows through the page table
             cu_k = _constant(("full", b + 1, 0), dev, torch.int32)
+        if alias and self.aliased:
+            return _Rows(alias_rows(q, self.group), keys[0], keys[1], _constant(("arange", b + 1, self.hq), dev,
+                         torch.int32), cu_k, _constant(("full", b, self.group), dev, torch.int32), used_k, True)
         if self.packs:
             # query head h reads K/V head h // group; a position's group of heads on adjacent rows:
             # (B, Sq, Hk, group, D) -> (B, Sq, group, Hk, D), rows (position, g) of each sequence
@@ -226,12 +255,16 @@ class _Layout:
             qrows = q.view(b, sq, hk, self.group, self.d).transpose(2, 3).reshape(b * self.rows, hk, self.d)
         else:
             qrows = q.reshape(b * sq, self.hq, self.d)
-        return qrows, keys, _constant(("arange", b + 1, self.rows), dev, torch.int32), cu_k, used_k
+        return _Rows(qrows, keys[0], keys[1], _constant(("arange", b + 1, self.rows), dev, torch.int32), cu_k, None,
+                     used_k, False)
 
-    def outputs(self, out, lse):
+    def outputs(self, out, lse, aliased: bool):
         """out (B, Sq, Hq, Dv) (and lse (B, Hq, Sq)) from the varlen path's (B * rows, heads, Dv) and
-        (heads, B * rows)."""
+        (heads, B * rows), or (aliased) from an aliased plan's (B, Hq, Dv) and (B, Hq)."""
         b, sq, hq, dv = self.b, self.sq, self.hq, out.shape[-1]
+        if aliased:
+            out = out.view(b, 1, hq, dv)
+            return (out, lse.view(b, hq, 1)) if self.return_lse else out
         if self.packs:
             hk = hq // self.group
             out = out.view(b, sq, self.group, hk, dv).transpose(2, 3).reshape(b, sq, hq, dv)
@@ -262,12 +295,29 @@ class _Plan:
         return bool(self.appends)
 
     def __call__(self, *args):
-        qrows, keys, cu_q, cu_k, used_k = self.layout.inputs(*args, appender=self._append)
+        rows = self.layout.inputs(*args, appender=self._append, alias=True)
         if self.layout.pages_in_place:
-            out, lse = self.kernel(qrows, keys[0], keys[1], cu_q, cu_k, None, used_k, None, args[_PAGE_TABLE_ARG])
+            out, lse = self.kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, rows.used_q, rows.used_k, None,
+                                   args[_PAGE_TABLE_ARG])
         else:
-            out, lse = self.kernel(qrows, keys[0], keys[1], cu_q, cu_k, None, used_k, None)
-        return self.layout.outputs(out, lse)
+            out, lse = self.kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, rows.used_q, rows.used_k, None)
+        return self.layout.outputs(out, lse, rows.aliased)
+
+
+class _Rows(typing.NamedTuple):
+    """One call's inputs to the varlen path (_Layout.inputs): q rows (packed (B * rows, heads, D), or
+    alias_rows' view), the K and V rows (the cache viewed as rows, the gathered pages, or the page
+    pool), cu_seqlens_q / cu_seqlens_k int32 (B + 1,), seqused_q (None, or int32 (B,) with aliased
+    rows) and seqused_k int32 (B,)."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    cu_q: torch.Tensor
+    cu_k: torch.Tensor
+    used_q: torch.Tensor | None
+    used_k: torch.Tensor
+    aliased: bool
 
 
 def _ends(cache_seqlens, b: int, rows_per_seq: int, dev) -> torch.Tensor:
@@ -302,19 +352,28 @@ def _key_rows(cache_seqlens, s_new: int, batch_idx, leftpad, b: int, rows_per_se
 
 _constants: dict[tuple, torch.Tensor] = {}
 _CONSTANTS_LIMIT = 256
+_captured: dict[tuple, torch.Tensor] = {}   # constants a CUDA graph captured: kept for its replays
 
 
 def _constant(key: tuple, dev, dtype=torch.int64) -> torch.Tensor:
     """A small index tensor that depends only on the shapes, made once per (key, device, dtype):
     ("arange", n, step) is 0, step, ..., (n - 1) * step; ("full", n, value) n copies of value. Never
-    written by anyone. Made fresh while torch.compile traces (no global state in the graph) or while a
-    CUDA graph captures (its memory would belong to that graph's pool)."""
+    written by anyone. Made fresh while torch.compile traces (no global state in the graph). While a
+    CUDA graph captures, one made before (the warm-up call a capture follows) is used and kept for
+    good -- the graph reads its memory on every replay -- so a replay runs no kernel to make it; a new
+    one is made inside the capture (its memory then belongs to that graph's pool) and not kept."""
     kind, n, x = key
     make = (lambda: torch.arange(0, n * x, x, dtype=dtype, device=dev)[:n]) if kind == "arange" else \
         (lambda: torch.full((n,), x, dtype=dtype, device=dev))
-    if torch.compiler.is_compiling() or (dev.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+    if torch.compiler.is_compiling():
         return make()
     full_key = (key, dev, dtype)
+    if dev.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        t = _constants.get(full_key, _captured.get(full_key))
+        if t is None:
+            return make()
+        _captured[full_key] = t
+        return t
     t = _constants.get(full_key)
     if t is None:
         if len(_constants) >= _CONSTANTS_LIMIT:

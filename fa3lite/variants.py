@@ -118,6 +118,7 @@ FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("q_base", "ptr"), ("k_base", "ptr"), ("v_base", "ptr"), ("o_base", "ptr"), ("seq_maps", "ptr"),
     ("o_accum", "ptr"), ("lse_accum", "ptr"),
     ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"),
+    ("o_row_bytes", "i64"), ("o_head_bytes", "i64"), ("lse_head_stride", "i64"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
     ("page_table", "ptr"), ("page_size", "i32"), ("pages_per_seq", "i32"), ("page_rows", "i32"),
     ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("num_splits", "i32"), ("pack_group", "i32"),

@@ -440,10 +440,12 @@ def varlen_kernels_on_cpu(monkeypatch):
                                        sink, seqused_q, seqused_k, pack_group)
 
     def forward_varlen_plan(q, k, v, batch, max_q, scale, causal, causal_offset, local_offset, softcap, has_sink,
-                            seqused, max_seqlen_k=0, num_splits=-1, rows_covered=False, pack_group=1, paged=None):
+                            seqused, max_seqlen_k=0, num_splits=-1, rows_covered=False, pack_group=1, paged=None,
+                            aliased=False):
         assert rows_covered     # the kvcache layout gives every query row to a sequence
         seen["plans"] += 1
         seen["paged"] = paged
+        seen["aliased"] = aliased
 
         def plan(q, k, v, cu_q, cu_k, seqused_q, seqused_k, sink, page_table=None):
             seen["planned_calls"] += 1
@@ -453,8 +455,22 @@ def varlen_kernels_on_cpu(monkeypatch):
                 page_size, pages = paged
                 k, v = (t.view(-1, page_size, *t.shape[1:])[page_table.long()].flatten(0, 2) for t in (k, v))
                 cu_k = torch.arange(0, (batch + 1) * page_size * pages, page_size * pages, dtype=torch.int32)
-            return forward_varlen(q, k, v, cu_q, cu_k, max_q, scale, causal, causal_offset, local_offset, softcap,
-                                  sink, seqused_q, seqused_k, 0, -1, pack_group)
+            out, lse = forward_varlen(q, k, v, cu_q, cu_k, max_q, scale, causal, causal_offset, local_offset,
+                                      softcap, sink, seqused_q, seqused_k, 0, -1, pack_group)
+            if not aliased:
+                return out, lse
+            # as the kernels write aliased rows: through q's strides into (B, Hq, Dv) and (B, Hq)
+            assert seqused_q is not None and q.stride()[:2] == (q.shape[2], pack_group * q.shape[2])
+            hq = q.shape[1] * pack_group
+            full = torch.full((batch, hq, out.shape[2]), float("nan"), dtype=out.dtype)
+            full_lse = torch.full((batch, hq), float("nan"))
+            rows = full.as_strided(out.shape, (out.shape[2], pack_group * out.shape[2], 1))
+            lse_rows = full_lse.as_strided(lse.shape, (pack_group, 1))
+            for b in range(batch):
+                first, used = int(cu_q[b]), int(seqused_q[b])
+                rows[first:first + used] = out[first:first + used]
+                lse_rows[:, first:first + used] = lse[:, first:first + used]
+            return full, full_lse
         return plan
 
     real_problems = fa3lite.kvcache._problems
@@ -503,7 +519,9 @@ def test_kvcache_repeat_goes_to_the_plan_with_the_same_result(varlen_kernels_on_
         results.append(fa3lite.flash_attn_with_kvcache(q, kcc, vcc, new[0], new[1], cache_seqlens=seqlens,
                                                        causal=True, return_softmax_lse=True))
         caches.append((kcc, vcc))
-    assert seen == {"plans": 1, "planned_calls": 2, "checks": 1, "paged": None, "kernel_appends": 2 if appends else 0}
+    # one query position: the plan reads q's rows in place and writes out / lse in the step's layout
+    assert seen == {"plans": 1, "planned_calls": 2, "checks": 1, "paged": None, "kernel_appends": 2 if appends else 0,
+                    "aliased": sq == 1}
     for (out, lse), (kcc, vcc) in zip(results[1:], caches[1:]):
         assert torch.equal(out, results[0][0]) and torch.equal(lse, results[0][1])
         assert torch.equal(kcc, caches[0][0]) and torch.equal(vcc, caches[0][1])
@@ -545,3 +563,35 @@ def test_kvcache_pages_in_place_through_the_plan(varlen_kernels_on_cpu, page_siz
     assert seen["plans"] == 1 and seen["planned_calls"] == 3 - (0 if in_place else 1)
     assert seen["kernel_appends"] == 2   # the repeats append through the (stand-in) append kernel
     assert seen["paged"] == ((page_size, pages) if in_place else None)
+
+
+@pytest.mark.parametrize("q_layout", ["contiguous", "bhsd view", "wide rows", "rotated wide rows", "pack_gqa off"])
+def test_kvcache_decode_rows_read_in_place_where_the_layout_allows(varlen_kernels_on_cpu, q_layout):
+    """A decode step (one query position, packed GQA) plans aliased rows -- q read in place, out and
+    lse written in the step's layout -- where q's heads are adjacent (also a (B, H, 1, D) tensor seen
+    as (B, 1, H, D)), or where rotary makes a fresh q; not where a head's row is wider than D or heads
+    are not packed. First call and repeats equal the torch path, lse too."""
+    seen = varlen_kernels_on_cpu
+    g = torch.Generator().manual_seed(7)
+    b, hq, hk, d, s_cache = 3, 6, 2, 64, 24
+    q = {"bhsd view": lambda: torch.randn(b, hq, 1, d, generator=g).transpose(1, 2),
+         "wide rows": lambda: torch.randn(b, 1, hq, 2 * d, generator=g)[..., :d],
+         "rotated wide rows": lambda: torch.randn(b, 1, hq, 2 * d, generator=g)[..., :d]}.get(
+        q_layout, lambda: torch.randn(b, 1, hq, d, generator=g))()
+    kc, vc = (torch.randn(b, s_cache, hk, d, generator=g) for _ in range(2))
+    extra = {"pack_gqa": False} if q_layout == "pack_gqa off" else {}
+    if q_layout == "rotated wide rows":
+        angles = torch.rand(s_cache, d // 4, generator=g) * 6
+        extra.update(k=torch.randn(b, 1, hk, d, generator=g), v=torch.randn(b, 1, hk, d, generator=g),
+                     rotary_cos=angles.cos(), rotary_sin=angles.sin())
+    seqlens = torch.tensor([0, 5, s_cache - 1], dtype=torch.int32)
+    want = fa3lite.flash_attn_with_kvcache(q, kc.clone(), vc.clone(), cache_seqlens=seqlens, causal=True,
+                                           return_softmax_lse=True, backend="torch", **extra)
+    for _ in range(3):
+        got = fa3lite.flash_attn_with_kvcache(q, kc.clone(), vc.clone(), cache_seqlens=seqlens, causal=True,
+                                             return_softmax_lse=True, **extra)
+        torch.testing.assert_close(got[0], want[0])
+        torch.testing.assert_close(got[1], want[1])
+        assert got[0].shape == (b, 1, hq, d) and got[1].shape == (b, hq, 1)
+    assert seen["plans"] == 1 and seen["planned_calls"] == 2
+    assert seen["aliased"] == (q_layout in ("contiguous", "bhsd view", "rotated wide rows"))

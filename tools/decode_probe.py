@@ -5,6 +5,11 @@ where a call's host time goes.
   python tools/decode_probe.py host                   cProfile of back-to-back calls, top functions
   python tools/decode_probe.py pack [--out f.json]    speculative steps (Sq=4, causal): packed GQA vs not
   python tools/decode_probe.py paged [--out f.json]   paged caches read in place vs gathered (Sq=1)
+  python tools/decode_probe.py timeline [--out f.json]  each kernel of a step and where it starts
+                                                      (CUDA-graph replays under torch.profiler), fa3lite
+                                                      beside SDPA
+  python tools/decode_probe.py trace [--out f.json]   the split kernel's per-CTA events (traced build;
+                                                      run it in its own process)
 
 sweep: flash_attn_with_kvcache, Sq=1, Hq/Hk=32/8, d=128, bf16, contiguous cache full to L, for each
 (B, L) and num_splits in SPLITS plus 0 (the heuristic's pick, hopper/splits.py); each call captured
@@ -171,13 +176,125 @@ def host():
         pstats.Stats(prof).sort_stats("tottime").print_stats(22)
 
 
+TIMELINE_SHAPES = ((1, 1024), (1, 8192), (1, 32768), (8, 8192))
+TIMELINE_CALLS = 16
+
+
+def _graph_kernels(fn, calls):
+    """Kernels of one replay of fn captured in a CUDA graph (fn makes `calls` steps): per step, each
+    kernel's (name, start offset from the step's first kernel, duration) in us, and the step period."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        graph.replay()
+        torch.cuda.synchronize()
+    ev = sorted((e.start_ns(), e.duration_ns(), e.name()) for e in prof.profiler.kineto_results.events()
+                if e.device_type() == torch.autograd.DeviceType.CUDA)
+    if not ev or len(ev) % calls:
+        return {"events": len(ev), "error": "kernel count not a multiple of the steps"}
+    per = len(ev) // calls
+    steps = [ev[i * per:(i + 1) * per] for i in range(calls)]
+    kernels = []
+    for j in range(per):
+        kernels.append({"name": steps[0][j][2][:90],
+                        "start_us": sum((s[j][0] - s[0][0]) for s in steps) / calls / 1e3,
+                        "dur_us": sum(s[j][1] for s in steps) / calls / 1e3})
+    period = [(steps[i + 1][0][0] - steps[i][0][0]) / 1e3 for i in range(calls - 1)]
+    return {"kernels": kernels, "period_us": sum(period) / len(period)}
+
+
+def _trace_split(b, length):
+    """Per-CTA events of the split kernel at one decode shape (a FA3LITE_TRACE build: trace_probe.py)."""
+    import numpy as np
+    import trace_probe
+
+    q, kv = _caches(b, length, 1)
+    seqlens = torch.full((b,), length, dtype=torch.int32, device="cuda")
+    kc, vc = kv[0]
+
+    def call():
+        return fa3lite.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, causal=True)
+
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+    ptr, size = trace_probe.trace_table("fa3lite_fwd")
+    trace_probe.clear_table(ptr, size)
+    torch.cuda.synchronize()
+    call()
+    torch.cuda.synchronize()
+    rows = trace_probe.read_table(ptr, size)
+    used = rows[(rows[:, 1:] != 0).any(axis=1)]
+    t = used[:, 1:].astype(np.float64)
+    t[t == 0] = np.nan
+    t = (t - np.nanmin(t)) / 1e3
+    names = {5: "cta_start", 6: "maps_made", 1: "tile_start", 2: "q_ready", 3: "loop_end", 4: "epilogue_end"}
+    out = {"B": b, "L": length, "ctas": int(len(used)),
+           "blocks": sorted({int(x) for x in (used[:, 0] >> 32)})}
+    for slot, name in names.items():
+        col = t[:, slot - 1]
+        if np.isfinite(col).any():
+            out[name] = {"min": float(np.nanmin(col)), "mean": float(np.nanmean(col)), "max": float(np.nanmax(col))}
+    return out
+
+
+def timeline(out_path):
+    """Each kernel of a decode step (fa3lite and SDPA) from graph replays; the split kernel's per-CTA
+    phases from a traced build."""
+    import torch.nn.functional as F
+
+    rows = []
+    for b, length in TIMELINE_SHAPES:
+        q, kv = _caches(b, length, TIMELINE_CALLS)
+        seqlens = torch.full((b,), length, dtype=torch.int32, device="cuda")
+
+        def ours():
+            for kc, vc in kv:
+                fa3lite.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, causal=True)
+
+        def sdpa():
+            for kc, vc in kv:
+                F.scaled_dot_product_attention(q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2),
+                                               enable_gqa=True).transpose(1, 2)
+
+        for name, fn in (("fa3lite", ours), ("sdpa", sdpa)):
+            r = {"B": b, "L": length, "impl": name, **_graph_kernels(fn, len(kv))}
+            print(json.dumps(r), flush=True)
+            rows.append(r)
+        del kv
+        torch.cuda.empty_cache()
+    _write(rows, out_path)
+
+
+def trace(out_path):
+    """The split kernel's per-CTA events at each TIMELINE_SHAPES shape (us from the first event)."""
+    import trace_probe
+    from fa3lite import variants
+    variants.FwdVariant.spec = trace_probe.traced(variants.FwdVariant.spec)
+    rows = []
+    for b, length in TIMELINE_SHAPES:
+        r = {"trace": _trace_split(b, length)}
+        print(json.dumps(r), flush=True)
+        rows.append(r)
+    _write(rows, out_path)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("sweep", "host", "pack", "paged"))
+    ap.add_argument("what", choices=("sweep", "host", "pack", "paged", "timeline", "trace"))
     ap.add_argument("--out")
     args = ap.parse_args()
     {"sweep": lambda: sweep(args.out), "host": host, "pack": lambda: pack(args.out),
-     "paged": lambda: paged(args.out)}[args.what]()
+     "paged": lambda: paged(args.out), "timeline": lambda: timeline(args.out),
+     "trace": lambda: trace(args.out)}[args.what]()
 
 
 if __name__ == "__main__":

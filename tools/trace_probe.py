@@ -32,7 +32,7 @@ TOKENS, WIDTH = 16384, 2048
 EVENTS = 8   # trace.cuh kEvents
 # Event slots per kernel (trace.cuh slot 0 is the SM id and block count).
 NAMES = {
-    "fwd": {1: "tile_start", 2: "q_ready", 3: "loop_end", 4: "epilogue_end", 5: "cta_start"},
+    "fwd": {1: "tile_start", 2: "q_ready", 3: "loop_end", 4: "epilogue_end", 5: "cta_start", 6: "maps_made"},
     "bwd": {1: "cta_start", 2: "first_q_ready", 3: "wg0_loop_end", 4: "wg0_end", 5: "writer_end",
             6: "first_block_end", 7: "wg1_end"},
 }

@@ -2,11 +2,17 @@
 // into out and lse. For one (row, head) with split results (O_s normalised over split s's keys, L_s
 // its log-sum-exp), the whole row's
 //   L = log(sum_s exp(L_s) [+ exp(sink)]),   O = sum_s exp(L_s - L) * O_s,
-// computed as max-shifted sums so that no exp overflows. A split that saw no key has L_s = -inf and
-// weight 0 (its O_s is skipped, never multiplied); a row with no key in any split and no sink gets
-// O = 0, L = -inf, as the unsplit kernel writes. One warp per (row, head): lanes share the splits'
-// LSEs for the max and the sum, then the columns of O (two f32 per lane per pass).
+// computed as max-shifted sums so that no exp overflows. A split that saw no key has L_s = -inf,
+// weight 0 and O_s = 0 (write_partial writes zeros there, so every value read is finite); a row with
+// no key in any split and no sink gets O = 0, L = -inf, as the unsplit kernel writes.
+// One warp per (row, head). A decode step has few of them (B=1, 8 K/V heads, 4 query heads each: 32
+// warps on a GPU of 132 SMs), so the time is memory latency, not bandwidth: every load a warp needs
+// is issued before its first use -- the splits' LSEs one per lane, then kUnroll splits' O columns
+// at a time -- so that a row costs about three round trips to L2 whatever the split count.
+// out and lse are written through strides (the caller's layout: e.g. a decode step's (B, 1, Hq, Dv)
+// output seen as rows of packed query heads, fa3lite/hopper/varlen.py).
 #include "../ptx/math.cuh"
+#include "../ptx/sync.cuh"
 #include "../ptx/types.cuh"
 
 using namespace fa3lite;
@@ -22,11 +28,14 @@ namespace fa3lite { namespace attn { namespace combine {
 struct CombineParams {
   const float* o_accum;     // (num_splits, total_q, Hq, Dv) f32
   const float* lse_accum;   // (num_splits, Hq, total_q) f32, natural log
-  u16* out;                 // (total_q, Hq, Dv) contiguous, the input dtype
-  float* lse;               // (Hq, total_q)
+  u16* out;                 // (total_q, Hq, Dv) through out_row_stride / out_head_stride, the input dtype
+  float* lse;               // (Hq, total_q) through lse_head_stride (rows contiguous)
   const float* sink;        // (Hq,) f32 natural-log logits, or null
   const i32* cu_seqlens_q;  // (B + 1,)
   const i32* seqused_q;     // (B,) or null
+  i64 out_row_stride;       // elements
+  i64 out_head_stride;
+  i64 lse_head_stride;
   i32 total_q;
   i32 num_heads;
   i32 num_splits;
@@ -38,8 +47,12 @@ static_assert(FA3LITE_PARAMS_OK, "host and device disagree on the CombineParams 
 #endif
 
 constexpr int kHeadDimV = FA3LITE_HEAD_DIM_V;   // O's columns (the tensor's, not a padded kernel's)
-constexpr int kWarps = 8;
+constexpr int kWarps = 4;                       // small CTAs: a decode step's few warps spread over SMs
 constexpr int kThreads = 32 * kWarps;
+constexpr int kMaxSplits = 128;                 // fa3lite/hopper/splits.py MAX_SPLITS
+constexpr int kSplitsPerLane = kMaxSplits / 32;
+constexpr int kPasses = (kHeadDimV + 63) / 64;  // a lane's column pairs: 2 * lane + 64 * pass
+constexpr int kUnroll = 8;                      // splits whose O columns are in flight together
 static_assert(kHeadDimV % 2 == 0, "columns go in pairs");
 
 __device__ __forceinline__ float warp_max(float v) {
@@ -71,37 +84,74 @@ extern "C" __global__ void __launch_bounds__(kThreads) fa3lite_combine(const __g
   const int head = pair % p.num_heads;
   if (row >= rows) return;
   const i64 q_row = first + row;
-  const i64 split_lse_stride = static_cast<i64>(p.num_heads) * p.total_q;
-  const float* lse_s = p.lse_accum + static_cast<i64>(head) * p.total_q + q_row;
+  const int splits = min(p.num_splits, kMaxSplits);
 
-  float top = p.sink != nullptr ? p.sink[head] : math::neg_inf();
-  for (int s = lane; s < p.num_splits; s += 32) top = fmaxf(top, lse_s[s * split_lse_stride]);
+  // Split s's LSE sits in lane s % 32, register s / 32.
+  const float* lse_s = p.lse_accum + static_cast<i64>(head) * p.total_q + q_row;
+  const i64 split_lse_stride = static_cast<i64>(p.num_heads) * p.total_q;
+  float l[kSplitsPerLane];
+#pragma unroll
+  for (int j = 0; j < kSplitsPerLane; ++j) {
+    const int s = lane + 32 * j;
+    l[j] = s < splits ? lse_s[s * split_lse_stride] : math::neg_inf();
+  }
+  const float sink = p.sink != nullptr ? p.sink[head] : math::neg_inf();
+  float top = sink;
+#pragma unroll
+  for (int j = 0; j < kSplitsPerLane; ++j) top = fmaxf(top, l[j]);
   top = warp_max(top);
   float lse = math::neg_inf();
-  if (top != math::neg_inf()) {
+  if (top != math::neg_inf()) {   // warp-uniform
     float sum = 0.f;
-    for (int s = lane; s < p.num_splits; s += 32) sum += math::ex2((lse_s[s * split_lse_stride] - top) * math::kLog2e);
+#pragma unroll
+    for (int j = 0; j < kSplitsPerLane; ++j) sum += math::ex2((l[j] - top) * math::kLog2e);   // -inf: 0
     sum = warp_sum(sum);
-    if (p.sink != nullptr) sum += math::ex2((p.sink[head] - top) * math::kLog2e);
+    if (p.sink != nullptr) sum += math::ex2((sink - top) * math::kLog2e);
     lse = top + math::lg2(sum) * math::kLn2;
   }
-  if (lane == 0) p.lse[static_cast<i64>(head) * p.total_q + q_row] = lse;
+  if (lane == 0) p.lse[static_cast<i64>(head) * p.lse_head_stride + q_row] = lse;
 
-  const i64 o_split_stride = static_cast<i64>(p.total_q) * p.num_heads * kHeadDimV;
-  const i64 o_row = (q_row * p.num_heads + head) * kHeadDimV;
+  float acc[kPasses][2];
 #pragma unroll
-  for (int c = 2 * lane; c < kHeadDimV; c += 64) {
-    float a = 0.f, d = 0.f;
-    if (lse != math::neg_inf()) {
-      for (int s = 0; s < p.num_splits; ++s) {
-        const float l = lse_s[s * split_lse_stride];
-        if (l == math::neg_inf()) continue;   // no key in this split: weight 0, O_s not read
-        const float w = math::ex2((l - lse) * math::kLog2e);
-        const float2 o = *reinterpret_cast<const float2*>(p.o_accum + s * o_split_stride + o_row + c);
-        a = fmaf(w, o.x, a);
-        d = fmaf(w, o.y, d);
+  for (int c = 0; c < kPasses; ++c) acc[c][0] = acc[c][1] = 0.f;
+  if (lse != math::neg_inf()) {   // warp-uniform; else every weight would be exp(-inf - -inf)
+    float w[kSplitsPerLane];
+#pragma unroll
+    for (int j = 0; j < kSplitsPerLane; ++j) w[j] = math::ex2((l[j] - lse) * math::kLog2e);
+    const i64 o_split_stride = static_cast<i64>(p.total_q) * p.num_heads * kHeadDimV;
+    const float* o_row = p.o_accum + (q_row * p.num_heads + head) * kHeadDimV;
+#pragma unroll
+    for (int j = 0; j < kSplitsPerLane; ++j) {
+      if (32 * j >= splits) break;
+#pragma unroll 1
+      for (int s0 = 32 * j; s0 < min(splits, 32 * j + 32); s0 += kUnroll) {
+        float2 o[kUnroll][kPasses];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+          for (int c = 0; c < kPasses; ++c) {
+            const int col = 2 * lane + 64 * c;
+            o[u][c] = s0 + u < splits && col < kHeadDimV
+                          ? *reinterpret_cast<const float2*>(o_row + (s0 + u) * o_split_stride + col)
+                          : float2{0.f, 0.f};
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const float wu = warp::shfl(w[j], (s0 + u) % 32);   // lanes past the splits hold weight 0
+#pragma unroll
+          for (int c = 0; c < kPasses; ++c) {
+            acc[c][0] = fmaf(wu, o[u][c].x, acc[c][0]);
+            acc[c][1] = fmaf(wu, o[u][c].y, acc[c][1]);
+          }
+        }
       }
     }
-    *reinterpret_cast<u32*>(p.out + o_row + c) = math::pack(a, d, Element{});
+  }
+  u16* out_row = p.out + q_row * p.out_row_stride + head * p.out_head_stride;
+#pragma unroll
+  for (int c = 0; c < kPasses; ++c) {
+    const int col = 2 * lane + 64 * c;
+    if (col < kHeadDimV) *reinterpret_cast<u32*>(out_row + col) = math::pack(acc[c][0], acc[c][1], Element{});
   }
 }

@@ -28,7 +28,7 @@ constexpr bool kPersistent = FA3LITE_PERSISTENT != 0;
 // counter) instead of taking every gridDim.x-th: greedy list scheduling, longest tiles first.
 constexpr bool kDynamicTiles = kPersistent && kIsCausal;
 // Packed variable-length sequences (params.cuh): each tile loads through tensor maps of its own
-// sequence, which the CTA writes (scheduler.cuh make_seq_maps).
+// sequence, which the CTA writes (scheduler.cuh make_seq_maps) -- except the split kernel (below).
 constexpr bool kVarlen = FA3LITE_VARLEN != 0;
 // A persistent varlen kernel numbers only the tiles of real rows (the host knows no lengths, only
 // their maximum) and claims them from the counter whatever the mask: scheduler.cuh varlen_tile.
@@ -38,6 +38,12 @@ constexpr bool kVarlenTiles = kVarlen && kPersistent;
 // share's LSE; combine.cu merges them. With num_splits == 1 the tile writes its output directly.
 constexpr bool kSplit = FA3LITE_SPLIT != 0;
 static_assert(!kSplit || (kVarlen && !kPersistent), "split-KV runs on the varlen layout, one CTA per tile");
+// Whether a tile loads through its sequence's own copies of the maps, cut at the sequence's end. The
+// split kernel (decode: a CTA's whole life is a few key blocks) loads through the packed tensors' own
+// maps at the sequence's rows instead, so its first loads wait for no map writes and fences: rows
+// past the sequence's end may arrive, but a query row past it is never written, a key past it is
+// masked, and V's rows past it are cleared before the P.V GEMM (fwd_consumer.cuh clear_v_tail).
+constexpr bool kSeqMaps = kVarlen && !kSplit;
 // Paged K/V read in place (decode): K and V are a pool of pages (num_pages, page_size, Hk, D) and
 // sequence b's key row r lives in page p.page_table[b][r / page_size]; each key block arrives in
 // chunks of p.page_rows rows (fwd_producer.cuh load_paged). Split tile only (one consumer warpgroup).
@@ -63,7 +69,7 @@ constexpr int kRowBytes = kSwizzleCols * kElemBytes;    // 128
 
 constexpr int kQTileBytes = kBlockM * kHeadDim * kElemBytes;
 constexpr int kKVTileBytes = kBlockN * kHeadDim * kElemBytes;
-static_assert(!kPaged || kConsumerWarpgroups == 1, "paged K/V: the one consumer warpgroup clears V's tail");
+static_assert(!kSplit || kConsumerWarpgroups == 1, "split-KV: the one consumer warpgroup clears V's tail");
 
 static_assert(kHeadDim % kSwizzleCols == 0, "head dim must be a multiple of 64");
 static_assert(kBlockM == 64 * kConsumerWarpgroups && kConsumerWarpgroups <= 3, "one to three consumer warpgroups");

@@ -66,9 +66,10 @@ __device__ __forceinline__ bool scores_now(const FwdParams& p, const FwdSmem& sm
   return softmax.update<kBlockN>(s, p.scale_log2, corr);
 }
 
-// kPaged: the rows of key block n's V past the sequence's end (from `first_row` on) hold what the last
-// page (or an earlier block, for chunks never loaded) left there; P is 0 there, but 0 * NaN is NaN, so
-// they are zeroed before the P.V GEMM reads the stage. Only the band's last block can hold such rows.
+// kSplit: the rows of key block n's V past the sequence's end (from `first_row` on) hold what follows
+// it in the tensor (kPaged: what the last page, or an earlier block for chunks never loaded, left
+// there); P is 0 there, but 0 * NaN is NaN, so they are zeroed before the P.V GEMM reads the stage.
+// Only the band's last block can hold such rows.
 // The stores are generic-proxy writes that wgmma reads through the async proxy: fence, then the
 // warpgroup's barrier (one consumer warpgroup: config.cuh).
 __device__ __forceinline__ void clear_v_tail(const FwdSmem& sm, const RingPos<kStages>& pos, int first_row, int tid) {
@@ -97,7 +98,7 @@ __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSme
     rescale_o(o, corr, moved);
     u32 pa[kBlockN / 16][4];
     convert_p(s, pa);
-    if constexpr (kPaged) {
+    if constexpr (kSplit) {
       if (n == kb.end - 1) clear_v_tail(sm, pos, mask.seqlen_k - n * kBlockN, tid);
     }
     mbar::wait(sm.v_full(pos.stage), pos.phase);
@@ -120,7 +121,7 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
     float s[kBlockN / 2], corr[2];
     scores_now(p, sm, mask, q_wg, kb.end - 1, pos, tid, pp, softmax, s, corr);
     convert_p(s, pa);
-    if constexpr (kPaged) clear_v_tail(sm, pos, mask.seqlen_k - (kb.end - 1) * kBlockN, tid);
+    if constexpr (kSplit) clear_v_tail(sm, pos, mask.seqlen_k - (kb.end - 1) * kBlockN, tid);
   }
   RingPos<kStages> prev = pos;   // the stage whose V pairs with the P in `pa`
   pos.advance();

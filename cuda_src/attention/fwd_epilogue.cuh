@@ -39,7 +39,6 @@ __device__ __forceinline__ u32 swizzled_offset(int row, int col, int rows) {
 __device__ __forceinline__ void copy_out_rows(const FwdParams& p, const FwdSmem& sm, const Tile& t, const Seq& sq,
                                               int wg_row, int tid, bool staged) {
   constexpr int kChunks = kHeadDimVReal / 8;            // 16-byte chunks of one row (not the padding)
-  const i64 row_bytes = static_cast<i64>(p.num_heads_q) * kHeadDimVReal * kElemBytes;
   const int row0 = t.m_block * kBlockM + wg_row;        // the warpgroup's first row in the sequence
 #pragma unroll 4
   for (int i = tid; i < 64 * kChunks; i += kWarpgroupThreads) {
@@ -47,7 +46,7 @@ __device__ __forceinline__ void copy_out_rows(const FwdParams& p, const FwdSmem&
     const int c = i % kChunks;
     if (row0 + r < sq.seqlen_q) {
       const uint4 v = staged ? smem::ld_v4(sm.o() + swizzled_offset(wg_row + r, 8 * c, kBlockM)) : uint4{0, 0, 0, 0};
-      char* dst = p.o_base + (sq.q_start + row0 + r) * row_bytes + (static_cast<i64>(t.head) * kHeadDimVReal + 8 * c) * kElemBytes;
+      char* dst = p.o_base + (sq.q_start + row0 + r) * p.o_row_bytes + t.head * p.o_head_bytes + 8 * c * kElemBytes;
       gmem::st_v4(dst, v);
     }
   }
@@ -61,8 +60,9 @@ __device__ __forceinline__ void copy_out_rows(const FwdParams& p, const FwdSmem&
 // the rows no tile writes; every bound is clamped to the packed rows as seq_of clamps, so malformed
 // values may leave rows unwritten but never write out of bounds.
 __device__ __forceinline__ void fill_gap_rows(const FwdParams& p, int tid, int threads) {
+  constexpr int kChunks = kHeadDimVReal / 8;            // 16-byte chunks of one head's row of O
   const int seqs = num_seqs(p);
-  const int row_chunks = p.num_heads_q * kHeadDimVReal * kElemBytes / 16;   // 16-byte chunks of a row of O
+  const int row_chunks = p.num_heads_q * kChunks;
 #pragma unroll 1
   for (int b = blockIdx.x; b <= seqs; b += gridDim.x) {
     int first = 0;
@@ -73,11 +73,13 @@ __device__ __forceinline__ void fill_gap_rows(const FwdParams& p, int tid, int t
     const int last = b < seqs ? q_start_of(p, b) : p.seqlen_q;
 #pragma unroll 1
     for (int row = first; row < last; ++row) {
-      char* const o = p.o_base + static_cast<i64>(row) * row_chunks * 16;
+      char* const o = p.o_base + static_cast<i64>(row) * p.o_row_bytes;
 #pragma unroll 1
-      for (int c = tid; c < row_chunks; c += threads) gmem::st_v4(o + c * 16, uint4{0, 0, 0, 0});
+      for (int c = tid; c < row_chunks; c += threads) {
+        gmem::st_v4(o + (c / kChunks) * p.o_head_bytes + (c % kChunks) * 16, uint4{0, 0, 0, 0});
+      }
 #pragma unroll 1
-      for (int h = tid; h < p.num_heads_q; h += threads) p.lse[static_cast<i64>(h) * p.seqlen_q + row] = math::neg_inf();
+      for (int h = tid; h < p.num_heads_q; h += threads) p.lse[h * p.lse_head_stride + row] = math::neg_inf();
     }
   }
 }
@@ -130,8 +132,8 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
     for (int h = 0; h < 2; ++h) {
       const int row = t.m_block * kBlockM + wg_row + rb + 8 * h;
       if (row < sq.seqlen_q) {
-        // (B, Hq, Sq), or kVarlen (Hq, total_q) with total_q in seqlen_q
-        const i64 idx = kVarlen ? static_cast<i64>(t.head) * p.seqlen_q + sq.q_start + row
+        // (B, Hq, Sq), or kVarlen (Hq, total_q) through lse_head_stride
+        const i64 idx = kVarlen ? t.head * p.lse_head_stride + sq.q_start + row
                                 : (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.seqlen_q + row;
         p.lse[idx] = lse[h];
       }

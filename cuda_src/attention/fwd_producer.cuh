@@ -18,6 +18,7 @@
 #include "pipeline.cuh"
 #include "scheduler.cuh"
 #include "tile_io.cuh"
+#include "trace.cuh"
 
 namespace fa3lite { namespace attn {
 
@@ -73,12 +74,18 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
     const Seq sq = seq_of(p, t.batch);
     if (kVarlen && t.m_block * kBlockM >= sq.seqlen_q) continue;   // past the sequence's end: no work
     const KeyBlocks kb = key_blocks(p, sq, t);
-    // Maps and coordinates: the tensors' own (batch t.batch), or the sequence's copies (batch 0).
-    const TmaDesc* map_q = kVarlen ? seq_map(p, q_round, 0) : &p.q;
-    const TmaDesc* map_k = kVarlen && !kPaged ? seq_map(p, q_round, 1) : &p.k;   // kPaged: the pool's own maps
-    const TmaDesc* map_v = kVarlen && !kPaged ? seq_map(p, q_round, 2) : &p.v;
+    // Maps and coordinates: the tensors' own (batch t.batch; kVarlen: batch 0 at the sequence's first
+    // rows), or kSeqMaps the sequence's copies (rows from 0). kPaged: K and V rows are the pool's.
+    const TmaDesc* map_q = kSeqMaps ? seq_map(p, q_round, 0) : &p.q;
+    const TmaDesc* map_k = kSeqMaps ? seq_map(p, q_round, 1) : &p.k;
+    const TmaDesc* map_v = kSeqMaps ? seq_map(p, q_round, 2) : &p.v;
     const int batch = kVarlen ? 0 : t.batch;
-    if (kVarlen && leader && kb.end > kb.begin) make_seq_maps(p, sq, q_round);
+    const int q_row0 = kSeqMaps ? 0 : sq.q_start;
+    const int k_row0 = kSeqMaps || kPaged ? 0 : sq.k_start;
+    if (kSeqMaps && leader && kb.end > kb.begin) {
+      make_seq_maps(p, sq, q_round);
+      trace::mark(static_cast<unsigned>(idx), 6);
+    }
     // kb.begin >= kb.end: nothing visible; the consumers write zeros and -inf without any load.
     for (int n = kb.end - 1; n >= kb.begin; --n) {
       mbar::wait(sm.k_empty(pos.stage), pos.phase ^ 1u);
@@ -87,14 +94,14 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
           load_paged<kPaddedQK>(sm.k(pos.stage), map_k, sm.k_full(pos.stage), p, sq.seqlen_k, t.batch, n, t.head_kv);
         } else {
           mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
-          load_k(sm.k(pos.stage), map_k, sm.k_full(pos.stage), n * kBlockN, t.head_kv, batch);
+          load_k(sm.k(pos.stage), map_k, sm.k_full(pos.stage), k_row0 + n * kBlockN, t.head_kv, batch);
         }
       }
       if (n == kb.end - 1) {
         if (q_round > 0) mbar::wait(sm.q_empty(), (q_round - 1) & 1u);
         if (leader) {
           mbar::arrive_expect_tx(sm.q_full(), kQTileBytes);
-          load_q(sm.q(), map_q, sm.q_full(), t.m_block * kBlockM, t.head, batch);
+          load_q(sm.q(), map_q, sm.q_full(), q_row0 + t.m_block * kBlockM, t.head, batch);
         }
         ++q_round;
       }
@@ -104,7 +111,7 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
           load_paged<kPaddedV>(sm.v(pos.stage), map_v, sm.v_full(pos.stage), p, sq.seqlen_k, t.batch, n, t.head_kv);
         } else {
           mbar::arrive_expect_tx(sm.v_full(pos.stage), kKVTileBytes);
-          load_v(sm.v(pos.stage), map_v, sm.v_full(pos.stage), n * kBlockN, t.head_kv, batch);
+          load_v(sm.v(pos.stage), map_v, sm.v_full(pos.stage), k_row0 + n * kBlockN, t.head_kv, batch);
         }
       }
       pos.advance();

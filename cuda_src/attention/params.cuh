@@ -16,7 +16,8 @@ struct FwdParams {
   const float* sink;    // kSink: (Hq,) f32 learnable sink logits (natural-log units): softmax.cuh
   // kVarlen: sequences packed along the rows of (total, H, D) tensors, which q, k, v map as one batch.
   // Sequence b owns rows [cu_seqlens[b], cu_seqlens[b + 1]) and uses the first seqused[b] of them
-  // (all without seqused). Each CTA loads through maps of its own sequence only (scheduler.cuh).
+  // (all without seqused). Each CTA loads through maps of its own sequence (scheduler.cuh; not kSeqMaps:
+  // the packed maps at the sequence's rows).
   const i32* cu_seqlens_q;   // (B + 1,)
   const i32* cu_seqlens_k;
   const i32* seqused_q;      // (B,) or null
@@ -24,8 +25,9 @@ struct FwdParams {
   const char* q_base;        // the packed tensors' addresses
   const char* k_base;
   const char* v_base;
-  char* o_base;              // (total_q, Hq, D) contiguous
-  TmaDesc* seq_maps;         // q, k, v maps of each CTA's sequence (3 per CTA, written by the CTA)
+  char* o_base;              // (total_q, Hq, Dv) through o_row_bytes / o_head_bytes
+  TmaDesc* seq_maps;         // q, k, v maps of each CTA's sequence (3 per CTA, written by the CTA;
+                             // config.cuh kSeqMaps: not the split kernel)
   // kSplit with num_splits > 1: per split, O normalised over the split's keys and the split's LSE
   // (natural log), merged by combine.cu; rows of no sequence are never written.
   float* o_accum;            // (num_splits, total_q, Hq, Dv) f32
@@ -33,6 +35,9 @@ struct FwdParams {
   i64 q_row_bytes;           // row strides of the packed tensors
   i64 k_row_bytes;
   i64 v_row_bytes;
+  i64 o_row_bytes;           // kVarlen: O's row and head strides, and LSE's head stride (elements; its
+  i64 o_head_bytes;          // rows are contiguous). Contiguous (total_q, Hq, Dv) and (Hq, total_q) but
+  i64 lse_head_stride;       // for aliased decode rows (fa3lite/hopper/varlen.py), where rows overlap
   i32 seqlen_q;          // kVarlen: the packed length total_q (LSE is (Hq, total_q))
   i32 seqlen_k;          // kVarlen: total_k (sequences are clamped to the packed rows)
   i32 num_heads_q;

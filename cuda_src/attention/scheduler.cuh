@@ -123,7 +123,7 @@ __device__ __forceinline__ KeyBlocks key_blocks(const FwdParams& p, const Seq& s
   return kb;
 }
 
-// kVarlen: the CTA's copies of the q, k, v maps, pointed at its sequence's rows and cut at its end,
+// kSeqMaps: the CTA's copies of the q, k, v maps, pointed at its sequence's rows and cut at its end,
 // so that TMA boxes past the end arrive as zeros (not the next sequence's rows). One thread.
 // A persistent CTA keeps two sets and writes set (j % 2) for its j-th tile with keys: copies through
 // a map may still be in flight when the producer moves on, but those of tile j - 2 have all landed

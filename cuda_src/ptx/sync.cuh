@@ -28,6 +28,9 @@ __device__ __forceinline__ u32 ballot(bool pred) { return __ballot_sync(0xffffff
 // Lane l's `v` from lane l - delta (lanes below delta keep their own): shfl.sync.up.
 __device__ __forceinline__ int shfl_up(int v, int delta) { return __shfl_up_sync(0xffffffffu, v, delta); }
 
+// Lane `src`'s `v` in every lane: shfl.sync.idx.
+__device__ __forceinline__ float shfl(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+
 }  // namespace warp
 
 namespace warpgroup {

@@ -15,10 +15,13 @@ The dense varlen kernel runs a persistent grid (one CTA per SM at most): its CTA
 (query block, head, sequence) of real rows from a counter, sequence after sequence, each decoding
 its claim from cu_seqlens on the device (cuda_src/attention/scheduler.cuh varlen_tile); the host
 knows only max_seqlen_q, which bounds the count. The split-KV kernel runs one CTA per (query block
-of max_seqlen_q, head, sequence, split); a CTA past its sequence's end exits. Each tile's loads go
-through copies of the q, k, v tensor maps pointed at its sequence and cut at its end (make_seq_maps),
-so boxes past the end arrive as zeros and no row of a neighbouring sequence is ever read; O is
-written row by row, never past the end.
+of max_seqlen_q, head, sequence, split); a CTA past its sequence's end exits. The dense kernel's
+tiles load through copies of the q, k, v tensor maps pointed at their sequence and cut at its end
+(make_seq_maps), so boxes past the end arrive as zeros and no row of a neighbouring sequence is ever
+read. The split kernel, whose CTAs live for a few key blocks, loads through the tensors' own maps at
+the sequence's rows (no map to write before the first load): rows past the end may arrive, but they
+only meet masked scores, cleared V rows and query rows never written (cuda_src/attention/config.cuh
+kSeqMaps). O is written row by row, never past the end.
 """
 from __future__ import annotations
 
@@ -73,11 +76,15 @@ class _VarlenPlan:
 
     def __init__(self, q, k, v, batch: int, max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, mask,
                  softcap: float, has_sink: bool, seqused: bool, num_splits: int, rows_covered: bool = False,
-                 pack_group: int = 1, paged: tuple[int, int] | None = None):
+                 pack_group: int = 1, paged: tuple[int, int] | None = None, aliased: bool = False):
         total_q, Hq, D = q.shape
         Hk, Dv = k.shape[1], v.shape[2]
         banded, causal_offset, local_offset = mask
         split = num_splits >= 0
+        if aliased and not (split and pack_group > 1 and total_q == (batch - 1) * Hq * pack_group + pack_group):
+            raise ValueError(f"aliased rows: expected the split kernel, pack_group > 1 and q of (B - 1) * Hq * "
+                             f"pack_group + pack_group rows (kvcache.alias_rows), got num_splits {num_splits}, pack_group "
+                             f"{pack_group}, {total_q} rows for B={batch}, {Hq} heads")
         variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0, Dv, has_sink, split,
                            paged is not None, None if split else varlen_tile(D, banded, max_seqlen_k, softcap > 0))
         self.dev = device_index(q)
@@ -96,7 +103,12 @@ class _VarlenPlan:
         ctas = min(tiles, sm_count(self.dev)) if persistent else tiles
         self.grid, self.threads = (ctas, 1, 1), variant.threads
         self.device, self.dtype = q.device, q.dtype
-        self.out_shape, self.lse_shape = (total_q, Hq, Dv), (Hq, total_q)
+        if aliased:   # out (B, Hq * group, Dv) and lse (B, Hq * group) seen as kvcache.alias_rows sees q
+            self.out_shape, self.lse_shape = (batch, Hq * pack_group, Dv), (batch, Hq * pack_group)
+            o_row, o_head, lse_head = Dv, pack_group * Dv, pack_group
+        else:
+            self.out_shape, self.lse_shape = (total_q, Hq, Dv), (Hq, total_q)
+            o_row, o_head, lse_head = Hq * Dv, Dv, total_q
         es = q.element_size()
         blank = bytes(_MAP_BYTES)
         self.template = FWD_PARAMS.pack(
@@ -104,7 +116,7 @@ class _VarlenPlan:
             cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, o_base=0,
             seq_maps=0, o_accum=0, lse_accum=0,
             q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
-            seqlen_q=total_q, seqlen_k=paged[0] * paged[1] if paged else k.shape[0], num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks,
+            o_row_bytes=o_row * es, o_head_bytes=o_head * es, lse_head_stride=lse_head, seqlen_q=total_q, seqlen_k=paged[0] * paged[1] if paged else k.shape[0], num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks,
             page_table=0, page_size=paged[0] if paged else 0, pages_per_seq=paged[1] if paged else 0,
             page_rows=page_rows(paged[0], D) if paged else 0,
             num_tiles=tiles, num_splits=self.splits, pack_group=pack_group, causal_offset=causal_offset,
@@ -120,7 +132,8 @@ class _VarlenPlan:
         # One workspace per call, each part 128-byte aligned: (persistent) the tile counter and the
         # CTAs' hand-off slots, zeroed per call; the CTAs' maps; (split) the partial O and LSE.
         self.sched_bytes = _aligned(4 * (1 + ctas)) if persistent else 0
-        self.work_bytes = self.sched_bytes + _aligned(ctas * _MAPS_PER_CTA * (2 if persistent else 1) * _MAP_BYTES)
+        maps = 0 if split else ctas * _MAPS_PER_CTA * (2 if persistent else 1)   # config.cuh kSeqMaps
+        self.work_bytes = self.sched_bytes + _aligned(maps * _MAP_BYTES)
         self.combine = None
         if self.splits > 1:   # partial results, then the combine kernel (hopper/combine.py)
             o_bytes = _aligned(4 * self.splits * total_q * Hq * Dv)
@@ -131,8 +144,9 @@ class _VarlenPlan:
             self.combine = combine.loaded(cv, self.dev)
             self.combine_grid = combine.grid(batch, max_seqlen_q, Hq)
             self.combine_template = combine.COMBINE_PARAMS.pack(
-                o_accum=0, lse_accum=0, out=0, lse=0, sink=0, cu_seqlens_q=0, seqused_q=0, total_q=total_q,
-                num_heads=Hq, num_splits=self.splits)
+                o_accum=0, lse_accum=0, out=0, lse=0, sink=0, cu_seqlens_q=0, seqused_q=0, out_row_stride=o_row,
+                out_head_stride=o_head, lse_head_stride=lse_head, total_q=total_q, num_heads=Hq,
+                num_splits=self.splits)
             self.combine_at = tuple(combine.COMBINE_PARAMS.offsets[f] for f in (
                 "o_accum", "lse_accum", "out", "lse", "sink", "cu_seqlens_q", "seqused_q"))
         at = FWD_PARAMS.offsets
@@ -229,7 +243,7 @@ def forward_varlen_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: f
                         causal_offset: int, local_offset: int | None, softcap: float, has_sink: bool,
                         seqused: bool, max_seqlen_k: int = 0, num_splits: int = -1,
                         rows_covered: bool = False, pack_group: int = 1,
-                        paged: tuple[int, int] | None = None) -> _VarlenPlan:
+                        paged: tuple[int, int] | None = None, aliased: bool = False) -> _VarlenPlan:
     """The launch plan forward_varlen runs for this signature (built on first use): call it as
     plan(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, sink) -> (out, lse) with tensors
     of the signature's shapes, strides, dtype and device, and at least one query row and key (the
@@ -238,15 +252,17 @@ def forward_varlen_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: f
     paged: (page_size, pages_per_seq) to read K and V in place from a page pool: k, v are the pool as
     rows (num_pages * page_size, Hk, D), cu_seqlens_k all zeros, and the plan takes page_table
     (B, pages_per_seq) int32 contiguous as its last argument; the split kernel only (num_splits >= 0),
-    page_rows(page_size, ...) > 0."""
+    page_rows(page_size, ...) > 0.
+    aliased: q is fa3lite.kvcache.alias_rows' view of a decode step's queries, and out / lse come back as (B, Hq *
+    pack_group, Dv) / (B, Hq * pack_group), the step's own layout (no copies on either side)."""
     mask = band(causal, causal_offset, local_offset)
     key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, q.device, batch, max_seqlen_q, mask,
            softmax_scale, softcap, has_sink, seqused, debug_build(), num_splits,
-           _by_max_seqlen_k(q, mask, softcap, max_seqlen_k, num_splits), rows_covered, pack_group, paged)
+           _by_max_seqlen_k(q, mask, softcap, max_seqlen_k, num_splits), rows_covered, pack_group, paged, aliased)
     plan = _plans.get(key)
     if plan is None:
         plan = _VarlenPlan(q, k, v, batch, max_seqlen_q, max_seqlen_k, softmax_scale, mask, softcap, has_sink,
-                           seqused, num_splits, rows_covered, pack_group, paged)
+                           seqused, num_splits, rows_covered, pack_group, paged, aliased)
         if len(_plans) >= PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan
