@@ -33,27 +33,46 @@ __device__ __forceinline__ void load_v(u32 dst, const TmaDesc* map, u32 bar, int
   tile_io::load<kBlockN, kColBlocks, kPaddedV>(dst, map, bar, row, head, batch);
 }
 
-// kPaged: key block n of sequence `batch` (one leader thread): chunks of p.page_rows rows, each from
-// its page (a chunk never straddles pages: page_rows divides page_size), one copy per 64-column block
-// into the chunk's rows of the stage ([D/64][kBlockN][64], chunks at 1024-byte multiples, so the
-// 128-byte swizzle lines up). Chunks wholly past the sequence's end are not loaded (the barrier
-// expects only the loaded bytes); their rows, and the rows past the end inside the last chunk, are
-// masked in S and cleared in V by the consumer (fwd_consumer.cuh clear_v_tail). A page id out of the
-// pool reads zeros (TMA clips at the map), never another buffer.
-template <bool Padded>
-__device__ __forceinline__ void load_paged(u32 dst, const TmaDesc* map, u32 bar, const FwdParams& p, int seqlen_k,
-                                           int batch, int n, int head_kv) {
+// kPaged: key block n of sequence `batch` arrives in chunks of p.page_rows rows, each from its page
+// (a chunk never straddles pages: page_rows divides page_size). Chunks wholly past the sequence's end
+// are not loaded (the barrier expects only the loaded bytes); their rows, and the rows past the end
+// inside the last chunk, are masked in S and cleared in V by the consumer (fwd_consumer.cuh
+// clear_v_tail). A page id out of the pool reads zeros (TMA clips at the map), never another buffer.
+struct PagedChunks {
+  int count;   // chunks of the block to load (at most 32: page_rows >= 8, kBlockN <= 256)
+  int row;     // lane c < count: chunk c's first row in the pool
+};
+
+// Every lane of the producer warp: lane c looks up chunk c's page, so a block's page-table reads are
+// one round trip (not one per chunk), shared by its K and V loads.
+__device__ __forceinline__ PagedChunks paged_chunks(const FwdParams& p, int seqlen_k, int batch, int n) {
   const int first = n * kBlockN;
-  const int chunks = min(kBlockN, seqlen_k - first + p.page_rows - 1) / p.page_rows;
-  mbar::arrive_expect_tx(bar, static_cast<u32>(chunks * p.page_rows * kHeadDim * kElemBytes));
-  const i32* pages = p.page_table + static_cast<i64>(batch) * p.pages_per_seq;
-  for (int c = 0; c < chunks; ++c) {
-    const int row = first + c * p.page_rows;
-    const int pool_row = pages[row / p.page_size] * p.page_size + row % p.page_size;
+  const int count = min(kBlockN, seqlen_k - first + p.page_rows - 1) / p.page_rows;
+  const int c = static_cast<int>(threadIdx.x % 32);
+  int row = 0;
+  if (c < count) {
+    const int logical = first + c * p.page_rows;
+    row = p.page_table[static_cast<i64>(batch) * p.pages_per_seq + logical / p.page_size] * p.page_size +
+          logical % p.page_size;
+  }
+  return {count, row};
+}
+
+// Every lane of the producer warp (the chunk rows go round by shuffles); the leader arms the barrier
+// and issues one copy per 64-column block into the chunk's rows of the stage ([D/64][kBlockN][64],
+// chunks at 1024-byte multiples, so the 128-byte swizzle lines up).
+template <bool Padded>
+__device__ __forceinline__ void load_paged(u32 dst, const TmaDesc* map, u32 bar, const FwdParams& p,
+                                           const PagedChunks& chunks, int head_kv, bool leader) {
+  if (leader) mbar::arrive_expect_tx(bar, static_cast<u32>(chunks.count * p.page_rows * kHeadDim * kElemBytes));
+  for (int c = 0; c < chunks.count; ++c) {
+    const int pool_row = __shfl_sync(0xffffffffu, chunks.row, c);
+    if (leader) {
 #pragma unroll
-    for (int blk = 0; blk < kColBlocks; ++blk) {
-      tile_io::load_block<Padded>(dst + (blk * kBlockN + c * p.page_rows) * tile_io::kRowBytes, map, bar, blk,
-                                  pool_row, head_kv, 0);
+      for (int blk = 0; blk < kColBlocks; ++blk) {
+        tile_io::load_block<Padded>(dst + (blk * kBlockN + c * p.page_rows) * tile_io::kRowBytes, map, bar, blk,
+                                    pool_row, head_kv, 0);
+      }
     }
   }
 }
@@ -88,14 +107,13 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
     }
     // kb.begin >= kb.end: nothing visible; the consumers write zeros and -inf without any load.
     for (int n = kb.end - 1; n >= kb.begin; --n) {
+      const PagedChunks chunks = kPaged ? paged_chunks(p, sq.seqlen_k, t.batch, n) : PagedChunks{};
       mbar::wait(sm.k_empty(pos.stage), pos.phase ^ 1u);
-      if (leader) {
-        if constexpr (kPaged) {
-          load_paged<kPaddedQK>(sm.k(pos.stage), map_k, sm.k_full(pos.stage), p, sq.seqlen_k, t.batch, n, t.head_kv);
-        } else {
-          mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
-          load_k(sm.k(pos.stage), map_k, sm.k_full(pos.stage), k_row0 + n * kBlockN, t.head_kv, batch);
-        }
+      if constexpr (kPaged) {
+        load_paged<kPaddedQK>(sm.k(pos.stage), map_k, sm.k_full(pos.stage), p, chunks, t.head_kv, leader);
+      } else if (leader) {
+        mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
+        load_k(sm.k(pos.stage), map_k, sm.k_full(pos.stage), k_row0 + n * kBlockN, t.head_kv, batch);
       }
       if (n == kb.end - 1) {
         if (q_round > 0) mbar::wait(sm.q_empty(), (q_round - 1) & 1u);
@@ -106,13 +124,11 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
         ++q_round;
       }
       mbar::wait(sm.v_empty(pos.stage), pos.phase ^ 1u);
-      if (leader) {
-        if constexpr (kPaged) {
-          load_paged<kPaddedV>(sm.v(pos.stage), map_v, sm.v_full(pos.stage), p, sq.seqlen_k, t.batch, n, t.head_kv);
-        } else {
-          mbar::arrive_expect_tx(sm.v_full(pos.stage), kKVTileBytes);
-          load_v(sm.v(pos.stage), map_v, sm.v_full(pos.stage), k_row0 + n * kBlockN, t.head_kv, batch);
-        }
+      if constexpr (kPaged) {
+        load_paged<kPaddedV>(sm.v(pos.stage), map_v, sm.v_full(pos.stage), p, chunks, t.head_kv, leader);
+      } else if (leader) {
+        mbar::arrive_expect_tx(sm.v_full(pos.stage), kKVTileBytes);
+        load_v(sm.v(pos.stage), map_v, sm.v_full(pos.stage), k_row0 + n * kBlockN, t.head_kv, batch);
       }
       pos.advance();
     }
