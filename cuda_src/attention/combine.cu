@@ -9,6 +9,8 @@
 // warps on a GPU of 132 SMs), so the time is memory latency, not bandwidth: every load a warp needs
 // is issued before its first use -- the splits' LSEs one per lane, then kUnroll splits' O columns
 // at a time -- so that a row costs about three round trips to L2 whatever the split count.
+// The host launches it as a dependent of the split kernel (fa3lite/runtime/launch.py Dependent): it
+// reads its sequence's rows while that kernel's CTAs finish, then waits for their results.
 // out and lse are written through strides (the caller's layout: e.g. a decode step's (B, 1, Hq, Dv)
 // output seen as rows of packed query heads, fa3lite/hopper/varlen.py).
 #include "../ptx/math.cuh"
@@ -85,6 +87,8 @@ extern "C" __global__ void __launch_bounds__(kThreads) fa3lite_combine(const __g
   if (row >= rows) return;
   const i64 q_row = first + row;
   const int splits = min(p.num_splits, kMaxSplits);
+  const float sink = p.sink != nullptr ? p.sink[head] : math::neg_inf();
+  grid::wait_dependencies();   // the split kernel's partial results from here on
 
   // Split s's LSE sits in lane s % 32, register s / 32.
   const float* lse_s = p.lse_accum + static_cast<i64>(head) * p.total_q + q_row;
@@ -95,7 +99,6 @@ extern "C" __global__ void __launch_bounds__(kThreads) fa3lite_combine(const __g
     const int s = lane + 32 * j;
     l[j] = s < splits ? lse_s[s * split_lse_stride] : math::neg_inf();
   }
-  const float sink = p.sink != nullptr ? p.sink[head] : math::neg_inf();
   float top = sink;
 #pragma unroll
   for (int j = 0; j < kSplitsPerLane; ++j) top = fmaxf(top, l[j]);

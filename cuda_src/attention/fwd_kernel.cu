@@ -16,6 +16,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_fwd(const __gr
 
   if (threadIdx.x == 0) {
     trace::mark(blockIdx.x, 5);   // the CTA's start, recorded under its first tile
+    // kSplit: the combine (a dependent launch) may be scheduled once every CTA of this grid has
+    // started; it waits for this grid's results itself (combine.cu), holding no SM one of these needs.
+    if constexpr (kSplit) grid::launch_dependents();
     mbar::init(sm.q_full(), 1);
     mbar::init(sm.q_empty(), kQEmptyArrivals);
     for (int s = 0; s < kStages; ++s) {

@@ -33,6 +33,19 @@ __device__ __forceinline__ float shfl(float v, int src) { return __shfl_sync(0xf
 
 }  // namespace warp
 
+namespace grid {
+
+// Programmatic dependent launch (the next kernel on the stream launched with the programmatic
+// stream-serialization attribute): let it be scheduled once every CTA of this grid has said so or
+// exited, instead of after this grid completes. griddepcontrol.launch_dependents.
+__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+
+// Wait until the grids this one depends on have completed and their memory is visible (returns at
+// once in a kernel launched without such a dependency). griddepcontrol.wait.
+__device__ __forceinline__ void wait_dependencies() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+}  // namespace grid
+
 namespace warpgroup {
 
 // This thread's warpgroup (threads / 128), read from lane 0 (shfl.sync) so that the compiler knows

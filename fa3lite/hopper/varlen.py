@@ -141,8 +141,9 @@ class _VarlenPlan:
             self.work_bytes += o_bytes + _aligned(4 * self.splits * Hq * total_q)
             self.accum_at = (FWD_PARAMS.offsets["o_accum"], FWD_PARAMS.offsets["lse_accum"])
             cv = combine.CombineVariant(DTYPE_NAMES[q.dtype], Dv)
-            self.combine = combine.loaded(cv, self.dev)
-            self.combine_grid = combine.grid(batch, max_seqlen_q, Hq)
+            # a dependent launch: the combine starts while the split kernel's CTAs finish (combine.cu)
+            self.combine = launch.Dependent(combine.loaded(cv, self.dev), combine.grid(batch, max_seqlen_q, Hq),
+                                            combine.THREADS)
             self.combine_template = combine.COMBINE_PARAMS.pack(
                 o_accum=0, lse_accum=0, out=0, lse=0, sink=0, cu_seqlens_q=0, seqused_q=0, out_row_stride=o_row,
                 out_head_stride=o_head, lse_head_stride=lse_head, total_q=total_q, num_heads=Hq,
@@ -202,12 +203,13 @@ class _VarlenPlan:
             PTR.pack_into(block, at, ptr)
         with on_device(self.dev):
             launch.launch_current(self.kernel, self.grid, self.threads, self.dev, stream)
-            bwd.launch_packed(self.combine, self.combine_grid, combine.THREADS, self.dev, self.combine_template,
-                              zip(self.combine_at, (o_accum, lse_accum, out.data_ptr(),
-                                                    lse.data_ptr(), 0 if sink is None else sink.data_ptr(),
-                                                    cu_seqlens_q.data_ptr(),
-                                                    0 if seqused_q is None else seqused_q.data_ptr())),
-                              stream)
+            block = launch.staging_view(len(self.combine_template))
+            block[:len(self.combine_template)] = self.combine_template
+            for at, ptr in zip(self.combine_at, (o_accum, lse_accum, out.data_ptr(), lse.data_ptr(),
+                                                 0 if sink is None else sink.data_ptr(), cu_seqlens_q.data_ptr(),
+                                                 0 if seqused_q is None else seqused_q.data_ptr())):
+                PTR.pack_into(block, at, ptr)
+            self.combine.launch_current(self.dev, stream)
         return out, lse
 
 

@@ -158,6 +158,31 @@ def kernel_launcher():
     return _bindings().cuLaunchKernel
 
 
+def dependent_launch_config(grid, block: int, smem: int):
+    """A cuLaunchKernelEx configuration whose kernel may start while the previous kernel on its stream
+    finishes (programmatic dependent launch: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION).
+    The kernel waits for that one's results itself (griddepcontrol.wait); its hStream is set per launch."""
+    drv = _bindings()
+    config = drv.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid
+    config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
+    config.sharedMemBytes = smem
+    attr = drv.CUlaunchAttribute()
+    attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attr.value.programmaticStreamSerializationAllowed = 1
+    config.attrs = [attr]
+    config.numAttrs = 1
+    return config
+
+
+def launch_dependent(handle: int, config, stream_handle: int, argv: int) -> int:
+    """cuLaunchKernelEx of a kernel with one by-value parameter block under a dependent_launch_config,
+    on a raw stream handle. Returns the CUresult as an int."""
+    config.hStream = stream(stream_handle)
+    (err,) = _bindings().cuLaunchKernelEx(config, function(handle), argv, 0)
+    return int(err)
+
+
 def launch(handle: int, grid, block: int, smem: int, stream_handle: int, argv: int) -> int:
     """cuLaunchKernel of a kernel with one by-value parameter block, from raw kernel and stream
     handles; ``argv`` is the address of its kernelParams array (one pointer to the block). Returns the

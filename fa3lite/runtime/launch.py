@@ -140,6 +140,29 @@ def launch_current(kernel: Loaded, grid: tuple[int, int, int], block: int, devic
                               f"{cdriver.describe(err)}")
 
 
+class Dependent:
+    """Launches of one kernel and grid that may start while the previous kernel on the stream finishes
+    (programmatic dependent launch): the kernel runs what needs no result of that one -- its launch,
+    reads of inputs the other does not write -- then waits for it (griddepcontrol.wait), so the two
+    overlap by the second's start-up. The previous kernel lets it start early with
+    griddepcontrol.launch_dependents. Parameters from this thread's staging block, as launch_current."""
+
+    __slots__ = ("kernel", "grid", "threads", "_config")
+
+    def __init__(self, kernel: Loaded, grid: tuple[int, int, int], threads: int):
+        self.kernel, self.grid, self.threads = kernel, tuple(grid), threads
+        self._config = None   # made on the first launch (cuda.bindings imported there)
+
+    def launch_current(self, device_index: int, stream_handle: int) -> None:
+        """launch_current's contract: inside ``on_device(device_index)``, the block staged."""
+        if self._config is None:
+            self._config = cdriver.dependent_launch_config(self.grid, self.threads, self.kernel.smem_bytes)
+        err = cdriver.launch_dependent(self.kernel.handle, self._config, stream_handle, _staging.argv_addr)
+        if err:
+            raise CudaDriverError(f"launching kernel {self.kernel.name} on cuda:{device_index} (grid {self.grid}, "
+                                  f"block {self.threads}, dependent launch) failed: {cdriver.describe(err)}")
+
+
 class Prepared:
     """One kernel's launch for one call signature: grid, block and the parameter block, of which a
     call supplies only the leading fields (addresses and tensor maps, ``head``: a struct format of
