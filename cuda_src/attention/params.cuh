@@ -32,6 +32,9 @@ struct FwdParams {
   // (natural log), merged by combine.cu; rows of no sequence are never written.
   float* o_accum;            // (num_splits, total_q, Hq, Dv) f32
   float* lse_accum;          // (num_splits, Hq, total_q) f32
+  // kPaged: K and V map the page pool as rows (num_pages * page_size, Hk, D), boxes of page_rows rows
+  // (a divisor of both page_size and kBlockN); cu_seqlens_k is all zeros (rows are logical).
+  const i32* page_table;     // (B, pages_per_seq) int32
   i64 q_row_bytes;           // row strides of the packed tensors
   i64 k_row_bytes;
   i64 v_row_bytes;
@@ -42,10 +45,7 @@ struct FwdParams {
   i32 seqlen_k;          // kVarlen: total_k (sequences are clamped to the packed rows)
   i32 num_heads_q;
   i32 head_group;       // Hq / Hk: query heads sharing one K/V head
-  // kPaged: K and V map the page pool as rows (num_pages * page_size, Hk, D), boxes of page_rows rows
-  // (a divisor of both page_size and kBlockN); cu_seqlens_k is all zeros (rows are logical).
-  const i32* page_table;     // (B, pages_per_seq) int32
-  i32 page_size;
+  i32 page_size;             // kPaged (page_table above)
   i32 pages_per_seq;
   i32 page_rows;
   i32 num_m_blocks;     // ceil(Sq / kBlockM)

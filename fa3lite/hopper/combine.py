@@ -29,6 +29,10 @@ COMBINE_PARAMS = ParamStruct("fa3lite::attn::combine::CombineParams", (
 ))
 
 
+# what a call fills in: the addresses leading the block (launch.Prepared)
+HEAD = COMBINE_PARAMS.head("o_accum", "lse_accum", "out", "lse", "sink", "cu_seqlens_q", "seqused_q")
+
+
 @dataclasses.dataclass(frozen=True)
 class CombineVariant:
     """One combine kernel: the output dtype and O's head dim (the tensor's, e.g. 128 for (192, 128))."""

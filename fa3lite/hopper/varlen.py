@@ -31,11 +31,11 @@ import math
 import torch
 
 from .. import checks
-from ..runtime import launch, tma
+from ..runtime import cdriver, launch, tma
 from ..runtime.driver import on_device
 from ..variants import FWD_PARAMS, FwdTile, FwdVariant, split_tile, varlen_tile
 from . import bwd, combine, fwd, splits
-from .common import (DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index, score_scales,
+from .common import (DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, band, debug_build, device_index, score_scales,
                      sm_count)
 
 _MAP_BYTES = 128
@@ -134,40 +134,35 @@ class _VarlenPlan:
         self.sched_bytes = _aligned(4 * (1 + ctas)) if persistent else 0
         maps = 0 if split else ctas * _MAPS_PER_CTA * (2 if persistent else 1)   # config.cuh kSeqMaps
         self.work_bytes = self.sched_bytes + _aligned(maps * _MAP_BYTES)
+        self.accum_offsets = (0, 0)
         self.combine = None
         if self.splits > 1:   # partial results, then the combine kernel (hopper/combine.py)
             o_bytes = _aligned(4 * self.splits * total_q * Hq * Dv)
             self.accum_offsets = (self.work_bytes, self.work_bytes + o_bytes)
             self.work_bytes += o_bytes + _aligned(4 * self.splits * Hq * total_q)
-            self.accum_at = (FWD_PARAMS.offsets["o_accum"], FWD_PARAMS.offsets["lse_accum"])
             cv = combine.CombineVariant(DTYPE_NAMES[q.dtype], Dv)
-            # a dependent launch: the combine starts while the split kernel's CTAs finish (combine.cu)
-            self.combine = launch.Dependent(combine.loaded(cv, self.dev), combine.grid(batch, max_seqlen_q, Hq),
-                                            combine.THREADS)
-            self.combine_template = combine.COMBINE_PARAMS.pack(
+            template = combine.COMBINE_PARAMS.pack(
                 o_accum=0, lse_accum=0, out=0, lse=0, sink=0, cu_seqlens_q=0, seqused_q=0, out_row_stride=o_row,
                 out_head_stride=o_head, lse_head_stride=lse_head, total_q=total_q, num_heads=Hq,
                 num_splits=self.splits)
-            self.combine_at = tuple(combine.COMBINE_PARAMS.offsets[f] for f in (
-                "o_accum", "lse_accum", "out", "lse", "sink", "cu_seqlens_q", "seqused_q"))
-        at = FWD_PARAMS.offsets
+            # a dependent launch: the combine starts while the split kernel's CTAs finish (combine.cu)
+            self.combine = launch.Prepared(combine.loaded(cv, self.dev), combine.grid(batch, max_seqlen_q, Hq),
+                                           combine.THREADS, template, combine.HEAD, self.dev, dependent=True)
+        # What a call fills in leads the block (FWD_PARAMS): the maps, then the addresses; one struct
+        # packs them per launch (launch.Prepared). The o map is the dense kernel's only: blank here.
+        self.prepared = launch.Prepared(self.kernel, self.grid, self.threads, self.template, VARLEN_HEAD, self.dev)
+        self.blank_map = bytes(_MAP_BYTES)
         # paged: K and V map the pool, boxes of one chunk of rows and one 64-column block (fwd_producer.cuh)
         kv_box = (page_rows(paged[0], D), 1) if paged else (variant.block_n, None)
-        self.slots = tuple(
-            (at[name], tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, box[0], box[1],
-                                                               kernel_dim=variant.kernel_dim), self.dev))
-            for name, t, box in (("q", q, (variant.block_m, None)), ("k", k, kv_box), ("v", v, kv_box)))
-        self.page_table_at = at["page_table"] if paged else None
-        self.ptr_at = tuple(at[f] for f in ("cu_seqlens_q", "cu_seqlens_k", "q_base", "k_base", "v_base", "o_base",
-                                            "lse", "tile_sched", "seq_maps"))
-        self.seqused_at = (at["seqused_q"], at["seqused_k"]) if seqused else None
-        self.sink_at = at["sink"] if has_sink else None
+        self.makers = tuple(tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, box[0], box[1],
+                                                                    kernel_dim=variant.kernel_dim), self.dev)
+                            for t, box in ((q, (variant.block_m, None)), (k, kv_box), (v, kv_box)))
 
     def __call__(self, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q=None, seqused_k=None, sink=None,
                  page_table=None):
         if not self.fills:   # the kernels write every element: NaN first in debug builds, so a miss shows
-            out = torch.empty(self.out_shape, dtype=self.dtype, device=self.device)
-            lse = torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
+            out = q.new_empty(self.out_shape)
+            lse = q.new_empty(self.lse_shape, dtype=torch.float32)
             if self.debug:
                 out.fill_(math.nan)
                 lse.fill_(math.nan)
@@ -177,40 +172,30 @@ class _VarlenPlan:
         if self.sched_bytes:
             work = torch.zeros((self.work_bytes,), dtype=torch.uint8, device=self.device)
         else:
-            work = torch.empty((self.work_bytes,), dtype=torch.uint8, device=self.device)
+            work = q.new_empty((self.work_bytes,), dtype=torch.uint8)
         base = work.data_ptr()
-        block = launch.staging_view(len(self.template))
-        block[:len(self.template)] = self.template
-        for (at, maker), t in zip(self.slots, (q, k, v)):
-            block[at:at + _MAP_BYTES] = maker(t.data_ptr())
-        for at, ptr in zip(self.ptr_at, (cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), q.data_ptr(), k.data_ptr(),
-                                         v.data_ptr(), out.data_ptr(), lse.data_ptr(), base,
-                                         base + self.sched_bytes)):
-            PTR.pack_into(block, at, ptr)
-        if self.seqused_at is not None:
-            for at, t in zip(self.seqused_at, (seqused_q, seqused_k)):
-                PTR.pack_into(block, at, t.data_ptr() if t is not None else 0)
-        if self.sink_at is not None:
-            PTR.pack_into(block, self.sink_at, sink.data_ptr())
-        if self.page_table_at is not None:
-            PTR.pack_into(block, self.page_table_at, page_table.data_ptr())
-        stream = launch.stream_handle(self.dev)
-        if self.combine is None:
-            launch.launch_staged(self.kernel, self.grid, self.threads, self.dev, stream)
-            return out, lse
-        o_accum, lse_accum = (base + offset for offset in self.accum_offsets)
-        for at, ptr in zip(self.accum_at, (o_accum, lse_accum)):
-            PTR.pack_into(block, at, ptr)
+        o_accum, lse_accum = base + self.accum_offsets[0], base + self.accum_offsets[1]
+        used_q = 0 if seqused_q is None else seqused_q.data_ptr()
+        sink_ptr = 0 if sink is None else sink.data_ptr()
+        mq, mk, mv = self.makers
+        q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, cu_q = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+                                                       lse.data_ptr(), cu_seqlens_q.data_ptr())
+        stream = cdriver.stream(launch.stream_handle(self.dev))
         with on_device(self.dev):
-            launch.launch_current(self.kernel, self.grid, self.threads, self.dev, stream)
-            block = launch.staging_view(len(self.combine_template))
-            block[:len(self.combine_template)] = self.combine_template
-            for at, ptr in zip(self.combine_at, (o_accum, lse_accum, out.data_ptr(), lse.data_ptr(),
-                                                 0 if sink is None else sink.data_ptr(), cu_seqlens_q.data_ptr(),
-                                                 0 if seqused_q is None else seqused_q.data_ptr())):
-                PTR.pack_into(block, at, ptr)
-            self.combine.launch_current(self.dev, stream)
+            self.prepared.launch(stream, mq(q_ptr), mk(k_ptr), mv(v_ptr), self.blank_map, lse_ptr, base, sink_ptr,
+                                 cu_q, cu_seqlens_k.data_ptr(), used_q,
+                                 0 if seqused_k is None else seqused_k.data_ptr(), q_ptr, k_ptr, v_ptr, out_ptr,
+                                 base + self.sched_bytes, o_accum, lse_accum,
+                                 0 if page_table is None else page_table.data_ptr())
+            if self.combine is not None:
+                self.combine.launch(stream, o_accum, lse_accum, out_ptr, lse_ptr, sink_ptr, cu_q, used_q)
         return out, lse
+
+
+# what a call of the varlen / split forward fills in (the maps and addresses leading FwdParams)
+VARLEN_HEAD = FWD_PARAMS.head("q", "k", "v", "o", "lse", "tile_sched", "sink", "cu_seqlens_q", "cu_seqlens_k",
+                              "seqused_q", "seqused_k", "q_base", "k_base", "v_base", "o_base", "seq_maps",
+                              "o_accum", "lse_accum", "page_table")
 
 
 _plans: dict[tuple, _VarlenPlan] = {}

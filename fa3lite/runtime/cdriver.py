@@ -175,11 +175,11 @@ def dependent_launch_config(grid, block: int, smem: int):
     return config
 
 
-def launch_dependent(handle: int, config, stream_handle: int, argv: int) -> int:
-    """cuLaunchKernelEx of a kernel with one by-value parameter block under a dependent_launch_config,
-    on a raw stream handle. Returns the CUresult as an int."""
-    config.hStream = stream(stream_handle)
-    (err,) = _bindings().cuLaunchKernelEx(config, function(handle), argv, 0)
+def launch_dependent(fn, config, stream_obj, argv: int) -> int:
+    """cuLaunchKernelEx of a kernel (its cuda.bindings CUfunction) with one by-value parameter block
+    under a dependent_launch_config, on a cuda.bindings CUstream. Returns the CUresult as an int."""
+    config.hStream = stream_obj
+    (err,) = _bindings().cuLaunchKernelEx(config, fn, argv, 0)
     return int(err)
 
 

@@ -140,44 +140,29 @@ def launch_current(kernel: Loaded, grid: tuple[int, int, int], block: int, devic
                               f"{cdriver.describe(err)}")
 
 
-class Dependent:
-    """Launches of one kernel and grid that may start while the previous kernel on the stream finishes
-    (programmatic dependent launch): the kernel runs what needs no result of that one -- its launch,
-    reads of inputs the other does not write -- then waits for it (griddepcontrol.wait), so the two
-    overlap by the second's start-up. The previous kernel lets it start early with
-    griddepcontrol.launch_dependents. Parameters from this thread's staging block, as launch_current."""
-
-    __slots__ = ("kernel", "grid", "threads", "_config")
-
-    def __init__(self, kernel: Loaded, grid: tuple[int, int, int], threads: int):
-        self.kernel, self.grid, self.threads = kernel, tuple(grid), threads
-        self._config = None   # made on the first launch (cuda.bindings imported there)
-
-    def launch_current(self, device_index: int, stream_handle: int) -> None:
-        """launch_current's contract: inside ``on_device(device_index)``, the block staged."""
-        if self._config is None:
-            self._config = cdriver.dependent_launch_config(self.grid, self.threads, self.kernel.smem_bytes)
-        err = cdriver.launch_dependent(self.kernel.handle, self._config, stream_handle, _staging.argv_addr)
-        if err:
-            raise CudaDriverError(f"launching kernel {self.kernel.name} on cuda:{device_index} (grid {self.grid}, "
-                                  f"block {self.threads}, dependent launch) failed: {cdriver.describe(err)}")
-
-
 class Prepared:
     """One kernel's launch for one call signature: grid, block and the parameter block, of which a
     call supplies only the leading fields (addresses and tensor maps, ``head``: a struct format of
     them, e.g. "<128s128s6Q"); the rest is the fixed ``template`` tail. A call packs both into the
     thread's staging block with one precompiled struct and launches: ``launch(stream, *head_values)``
-    inside ``on_device`` (the caller's block, so several launches ask for the context once)."""
+    inside ``on_device`` (the caller's block, so several launches ask for the context once).
 
-    __slots__ = ("kernel", "grid", "threads", "device_index", "_pack", "_tail", "_size", "_function", "_driver_launch")
+    ``dependent``: a programmatic dependent launch (cuLaunchKernelEx): the kernel may start while the
+    previous kernel on the stream finishes, running what needs none of its results (reads of inputs
+    it does not write) before it waits for them with griddepcontrol.wait; the previous kernel lets it
+    start early with griddepcontrol.launch_dependents. The two overlap by the second's start-up."""
+
+    __slots__ = ("kernel", "grid", "threads", "device_index", "dependent", "_pack", "_tail", "_size", "_function",
+                 "_driver_launch", "_config")
 
     def __init__(self, kernel: Loaded, grid: tuple[int, int, int], threads: int, template: bytes, head: str,
-                 device_index: int):
+                 device_index: int, dependent: bool = False):
         head_bytes = struct.calcsize(head)
         if head_bytes > len(template):
             raise ValueError(f"head {head!r} takes {head_bytes} bytes, more than the {len(template)}-byte block")
         self.kernel, self.grid, self.threads, self.device_index = kernel, tuple(grid), threads, device_index
+        self.dependent = dependent
+        self._config = None   # dependent: the cuLaunchKernelEx configuration, made on the first launch
         self._tail = template[head_bytes:]
         self._pack = struct.Struct(f"{head}{len(self._tail)}s").pack_into
         self._size = len(template)
@@ -201,9 +186,14 @@ class Prepared:
         staging = self._stage(head)
         if self._function is None:
             self._function, self._driver_launch = cdriver.function(self.kernel.handle), cdriver.kernel_launcher()
-        g = self.grid
-        (err,) = self._driver_launch(self._function, g[0], g[1], g[2], self.threads, 1, 1, self.kernel.smem_bytes,
-                                     stream, staging.argv_addr, 0)
+            if self.dependent:
+                self._config = cdriver.dependent_launch_config(self.grid, self.threads, self.kernel.smem_bytes)
+        if self.dependent:
+            err = cdriver.launch_dependent(self._function, self._config, stream, staging.argv_addr)
+        else:
+            g = self.grid
+            (err,) = self._driver_launch(self._function, g[0], g[1], g[2], self.threads, 1, 1, self.kernel.smem_bytes,
+                                         stream, staging.argv_addr, 0)
         if err:
             kernel = self.kernel
             raise CudaDriverError(f"launching kernel {kernel.name} on cuda:{self.device_index} (grid {self.grid}, "
