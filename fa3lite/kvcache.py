@@ -15,10 +15,12 @@ tiles the kernel's copies (_pages_in_place), else first gathered per batch row i
 (B, pages * page_size, Hk, D) copy. New K/V rows are written by torch's ops on a signature's first
 call and by the append kernel (fa3lite/hopper/append.py: one launch for K and V) on its repeats. With GQA the query heads that share a K/V head are packed into the rows of one head
 (pack_gqa; rows (position, head in group), each keeping its position's causal or window mask), so
-each K/V row is read once per K/V head, not once per query head. Where a sequence's query rows fit
+each K/V row is read once per K/V head, not once per query head; a decode step's launch plan (one
+query position) reads those rows in place and writes out / lse in the step's own layout
+(alias_rows), other steps pack q into a copy and unpack out after. Where a sequence's query rows fit
 one 64-row tile (a decode step), the split-KV kernel runs: each tile's keys shared over num_splits
 CTAs (0: chosen from the shape and SM count, fa3lite/hopper/splits.py), their partial results merged
-by a combine kernel. Nothing reads device values on the host, so the call can be captured in a CUDA
+by a combine kernel (launched as a dependent of the split kernel, so it starts while that one ends). Nothing reads device values on the host, so the call can be captured in a CUDA
 graph and traced by torch.compile. A repeated call signature (fa3lite.callkey) skips the checks and
 goes straight to its launch plan.
 """
