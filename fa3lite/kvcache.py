@@ -20,8 +20,9 @@ query position) reads those rows in place and writes out / lse in the step's own
 (alias_rows), other steps pack q into a copy and unpack out after. Where a sequence's query rows fit
 one 64-row tile (a decode step), the split-KV kernel runs: each tile's keys shared over num_splits
 CTAs (0: chosen from the shape and SM count, fa3lite/hopper/splits.py), their partial results merged
-by a combine kernel (launched as a dependent of the split kernel, so it starts while that one ends). Nothing reads device values on the host, so the call can be captured in a CUDA
-graph and traced by torch.compile. A repeated call signature (fa3lite.callkey) skips the checks and
+by a combine kernel (launched as a dependent of the split kernel, so it starts while that one ends).
+Nothing reads device values on the host, so the call can be captured in a CUDA graph and traced by
+torch.compile. A repeated call signature (fa3lite.callkey) skips the checks and
 goes straight to its launch plan.
 """
 from __future__ import annotations

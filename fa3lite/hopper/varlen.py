@@ -75,7 +75,7 @@ class _VarlenPlan:
     in addresses."""
 
     def __init__(self, q, k, v, batch: int, max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, mask,
-                 softcap: float, has_sink: bool, seqused: bool, num_splits: int, rows_covered: bool = False,
+                 softcap: float, has_sink: bool, num_splits: int, rows_covered: bool = False,
                  pack_group: int = 1, paged: tuple[int, int] | None = None, aliased: bool = False):
         total_q, Hq, D = q.shape
         Hk, Dv = k.shape[1], v.shape[2]
@@ -83,8 +83,8 @@ class _VarlenPlan:
         split = num_splits >= 0
         if aliased and not (split and pack_group > 1 and total_q == (batch - 1) * Hq * pack_group + pack_group):
             raise ValueError(f"aliased rows: expected the split kernel, pack_group > 1 and q of (B - 1) * Hq * "
-                             f"pack_group + pack_group rows (kvcache.alias_rows), got num_splits {num_splits}, pack_group "
-                             f"{pack_group}, {total_q} rows for B={batch}, {Hq} heads")
+                             f"pack_group + pack_group rows (kvcache.alias_rows), got num_splits {num_splits}, "
+                             f"pack_group {pack_group}, {total_q} rows for B={batch}, {Hq} heads")
         variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0, Dv, has_sink, split,
                            paged is not None, None if split else varlen_tile(D, banded, max_seqlen_k, softcap > 0))
         self.dev = device_index(q)
@@ -116,7 +116,9 @@ class _VarlenPlan:
             cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, o_base=0,
             seq_maps=0, o_accum=0, lse_accum=0,
             q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
-            o_row_bytes=o_row * es, o_head_bytes=o_head * es, lse_head_stride=lse_head, seqlen_q=total_q, seqlen_k=paged[0] * paged[1] if paged else k.shape[0], num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks,
+            o_row_bytes=o_row * es, o_head_bytes=o_head * es, lse_head_stride=lse_head, seqlen_q=total_q,
+            seqlen_k=paged[0] * paged[1] if paged else k.shape[0], num_heads_q=Hq, head_group=Hq // Hk,
+            num_m_blocks=m_blocks,
             page_table=0, page_size=paged[0] if paged else 0, pages_per_seq=paged[1] if paged else 0,
             page_rows=page_rows(paged[0], D) if paged else 0,
             num_tiles=tiles, num_splits=self.splits, pack_group=pack_group, causal_offset=causal_offset,
@@ -151,7 +153,7 @@ class _VarlenPlan:
         # What a call fills in leads the block (FWD_PARAMS): the maps, then the addresses; one struct
         # packs them per launch (launch.Prepared). The o map is the dense kernel's only: blank here.
         self.prepared = launch.Prepared(self.kernel, self.grid, self.threads, self.template, VARLEN_HEAD, self.dev)
-        self.blank_map = bytes(_MAP_BYTES)
+        self.blank_map = blank
         # paged: K and V map the pool, boxes of one chunk of rows and one 64-column block (fwd_producer.cuh)
         kv_box = (page_rows(paged[0], D), 1) if paged else (variant.block_n, None)
         self.makers = tuple(tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, box[0], box[1],
@@ -249,7 +251,7 @@ def forward_varlen_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: f
     plan = _plans.get(key)
     if plan is None:
         plan = _VarlenPlan(q, k, v, batch, max_seqlen_q, max_seqlen_k, softmax_scale, mask, softcap, has_sink,
-                           seqused, num_splits, rows_covered, pack_group, paged, aliased)
+                           num_splits, rows_covered, pack_group, paged, aliased)
         if len(_plans) >= PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan
