@@ -45,6 +45,10 @@ def test_fwd_variant_resources_and_sass(variant):
     if variant.split:
         # a split's partial O leaves as f32 pairs straight from the accumulator fragment
         assert sass.get("STG.E.64", 0) >= variant.head_dim_v // 8, sorted(sass)
+    # the split kernel loads through the packed maps (no map copies to write and fence before its
+    # first load: config.cuh kSeqMaps) and lets its combine launch early (griddepcontrol)
+    assert ("UTMACCTL.IV" in sass) == (variant.varlen and not variant.split), sorted(sass)
+    assert ("PREEXIT" in sass) == variant.split, sorted(sass)
     assert sass.get("USETMAXREG", 0) == 2       # producer dec, consumer inc
     assert "LDL" not in sass and "STL" not in sass, "local memory in the SASS"
     # P goes to the P.V wgmma from registers (RS form), never through shared memory
@@ -76,6 +80,10 @@ def test_combine_variant_resources_and_sass(variant):
     assert info["spill_bytes"] == 0 and info["stack_bytes"] == 0, info["ptxas_log"]
     assert "LDL" not in sass and "STL" not in sass, "local memory in the SASS"
     assert sass.get("MUFU.EX2", 0) >= 2 and sass.get("MUFU.LG2", 0) >= 1, sorted(sass)   # weights, the merged LSE
+    # a dependent launch: waits for the split kernel (griddepcontrol.wait) before its partial results,
+    # then eight splits' O column pairs in flight at a time (combine.cu kUnroll)
+    assert sass.get("ACQBULK", 0) == 1, sorted(sass)
+    assert sass.get("LDG.E.64", 0) >= 8 * -(-variant.head_dim_v // 64), sorted(sass)
 
 
 def test_append_kernel_resources_and_sass():
