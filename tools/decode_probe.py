@@ -44,14 +44,21 @@ def _caches(b, length, sets, sq=1):
     return q, kv
 
 
-def _graph_ms(fn, calls):
+def _captured(fn, replays=1):
+    """fn run once (compiles, plans), then captured in a CUDA graph and replayed `replays` times."""
     fn()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         fn()
-    graph.replay()
+    for _ in range(replays):
+        graph.replay()
     torch.cuda.synchronize()
+    return graph
+
+
+def _graph_ms(fn, calls):
+    graph = _captured(fn)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(REPLAYS):
@@ -185,14 +192,7 @@ def _graph_kernels(fn, calls):
     kernel's (name, start offset from the step's first kernel, duration) in us, and the step period."""
     from torch.profiler import ProfilerActivity, profile
 
-    fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    for _ in range(3):
-        graph.replay()
-    torch.cuda.synchronize()
+    graph = _captured(fn, replays=3)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         graph.replay()
         torch.cuda.synchronize()

@@ -9,7 +9,7 @@
 // warps on a GPU of 132 SMs), so the time is memory latency, not bandwidth: every load a warp needs
 // is issued before its first use -- the splits' LSEs one per lane, then kUnroll splits' O columns
 // at a time -- so that a row costs about three round trips to L2 whatever the split count.
-// The host launches it as a dependent of the split kernel (fa3lite/runtime/launch.py Dependent): it
+// The host launches it as a dependent of the split kernel (launch.Prepared with dependent=True): it
 // reads its sequence's rows while that kernel's CTAs finish, then waits for their results.
 // out and lse are written through strides (the caller's layout: e.g. a decode step's (B, 1, Hq, Dv)
 // output seen as rows of packed query heads, fa3lite/hopper/varlen.py).
