@@ -15,9 +15,9 @@ tiles the kernel's copies (_pages_in_place), else first gathered per batch row i
 (B, pages * page_size, Hk, D) copy. New K/V rows are written by torch's ops on a signature's first
 call and by the append kernel (fa3lite/hopper/append.py: one launch for K and V) on its repeats. With GQA the query heads that share a K/V head are packed into the rows of one head
 (pack_gqa; rows (position, head in group), each keeping its position's causal or window mask), so
-each K/V row is read once per K/V head, not once per query head; a decode step's launch plan (one
-query position) reads those rows in place and writes out / lse in the step's own layout
-(alias_rows), other steps pack q into a copy and unpack out after. Where a sequence's query rows fit
+each K/V row is read once per K/V head, not once per query head; a decode step's launch plan reads
+those rows in place and writes out / lse in the step's own layout (step_rows: one strided map over
+q), a first call or a layout it cannot take packs q into a copy and unpacks out after. Where a sequence's query rows fit
 one 64-row tile (a decode step), the split-KV kernel runs: each tile's keys shared over num_splits
 CTAs (0: chosen from the shape and SM count, fa3lite/hopper/splits.py), their partial results merged
 by a combine kernel (launched as a dependent of the split kernel, so it starts while that one ends).
@@ -35,9 +35,10 @@ import torch
 from . import callkey, checks, ops, rotary
 from .errors import KernelUnavailable
 from .api import window_mask
+from .variants import SPLIT_BLOCK_M, GroupedRows, split_box_groups
 
 _INDEX_DTYPES = (torch.int32, torch.int64)
-DECODE_ROWS = 64    # query rows of the split kernel's tile (variants.split_tile)
+DECODE_ROWS = SPLIT_BLOCK_M    # query rows of the split kernel's tile (variants.split_tile)
 _PAGE_TABLE_ARG = 10   # page_table's position among the call's tensors (flash_attn_with_kvcache's order)
 
 
@@ -111,7 +112,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                 if backend == "fa3lite":   # the same writes, and the rotation starts from q, k again
                     raise
             else:
-                out, lse = kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, rows.used_q, rows.used_k, None,
+                out, lse = kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, None, rows.used_k, None,
                                   page_table)
                 callkey.remember(key)
                 if key is not None:
@@ -126,8 +127,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         callkey.remember(key)
         if key is not None and ops.varlen_kernels_take(rows.q, rows.k, rows.v, layout.scale, layout.softcap, backend):
             if layout.aliased:   # the repeats read the step's queries in place: a plan for that view
-                kernel = _kernel_plan(layout, alias_rows(q if not layout.rotated else q.new_empty(q.shape),
-                                                         layout.group), rows.k, rows.v, True)
+                kernel = _kernel_plan(layout, q.new_empty(q.shape) if layout.rotated else q, rows.k, rows.v, True)
             else:
                 kernel = _kernel_plan(layout, rows.q, rows.k, rows.v, False)
             callkey.attach(key, _Plan(layout, kernel))
@@ -136,24 +136,35 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
 
 def _kernel_plan(layout: "_Layout", qrows, k, v, aliased: bool, page_table=None):
     """The varlen kernel's launch plan for this layout and the call's (q rows, k rows, v rows) from
-    layout.inputs (with pages in place: the pool as rows, and the page table)."""
+    layout.inputs (with pages in place: the pool as rows, and the page table; aliased: q itself)."""
     band, causal_offset, local_offset = layout.mask
     paged = (layout.rows_per_seq // page_table.shape[1], page_table.shape[1]) if layout.pages_in_place else None
     return ops.varlen_forward_plan(qrows, k, v, layout.b, layout.rows, layout.scale, band, causal_offset,
                                    local_offset, layout.softcap, layout.rows_per_seq, layout.splits,
-                                   layout.pack_group, paged, aliased)
+                                   layout.pack_group, paged, step_rows(qrows, layout.group) if aliased else None)
 
 
-def alias_rows(q: torch.Tensor, group: int) -> torch.Tensor:
-    """A decode step's queries q (B, 1, Hq, D) -- a position's heads adjacent, each head's D values
-    contiguous -- as the packed-GQA rows the split kernel reads, without a copy: (rows, Hq // group,
-    D) with row stride D and head stride group * D; sequence b's `group` rows start at row b * Hq
-    (cu_seqlens_q b * Hq, seqused_q group). Rows of neighbouring sequences overlap (row b * Hq + group
-    is head 1 of row b * Hq): the kernels touch only each sequence's own rows, and a plan built with
-    aliased=True writes out and lse through the same strides, in the step's own layout
-    (fa3lite/hopper/varlen.py)."""
-    b, _, hq, d = q.shape
-    return q.as_strided(((b - 1) * hq + group, hq // group, d), (d, group * d, 1))
+def step_rows(q: torch.Tensor, group: int) -> GroupedRows | None:
+    """How the split kernel reads a step's queries q (B, Sq, Hq, D) in place as packed-GQA rows (position,
+    query head of a group) -- one strided map over q, no copy (variants.GroupedRows) -- or None where it
+    cannot: positions not one stride apart (a (B, Sq) pair strided unevenly), the last dim not
+    contiguous, an address or used stride not a multiple of 16 bytes (TMA's rule), or groups a tile
+    holds neither whole nor all at once (variants.split_box_groups)."""
+    b, sq, hq, d = q.shape
+    box = split_box_groups(sq, group)
+    if not box or q.stride(3) != 1 or q.data_ptr() % 16:
+        return None
+    if sq == 1:
+        position = q.stride(0)
+    elif b == 1 or q.stride(0) == sq * q.stride(1):
+        position = q.stride(1)
+    else:
+        return None
+    strides = (position, q.stride(2), group * q.stride(2))
+    es = q.element_size()
+    if any(n > 1 and (s <= 0 or s * es % 16) for n, s in zip((b * sq, group, hq // group), strides)):
+        return None
+    return GroupedRows(group, strides, box)
 
 
 def _pages_in_place(layout: "_Layout", q, k_cache, v_cache, page_table, backend: str) -> bool:
@@ -192,7 +203,7 @@ class _Layout:
     interleaved: bool
     return_lse: bool
     rotated: bool           # q is rotated first (rotary tables and new rows): a new contiguous tensor
-    aliased: bool           # the kernel plans read q and write out / lse in the step's layout (alias_rows)
+    aliased: bool           # the kernel plans read q and write out / lse in the step's layout (step_rows)
     pages_in_place: bool = False   # the kernel reads the page pool (else the pages are gathered)
 
     @classmethod
@@ -204,10 +215,8 @@ class _Layout:
         packs = _packs(pack_gqa, group)
         rows = group * sq if packs else sq
         splits = _kernel_splits(num_splits, rows)
-        # alias_rows: one position of packed heads on the split kernel (no rows between sequences to
-        # fill), q's heads adjacent and 16-byte aligned (rotary's output always is)
-        aliased = packs and sq == 1 and splits >= 0 and (rotated or (
-            q.stride(3) == 1 and q.stride(2) == d and (b == 1 or q.stride(0) == hq * d) and q.data_ptr() % 16 == 0))
+        # packed heads on the split kernel read in place (step_rows; rotary's output is contiguous)
+        aliased = packs and splits >= 0 and step_rows(q.new_empty(q.shape) if rotated else q, group) is not None
         return cls(b, sq, hq, d, group, page_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1],
                    paged, packs, rows, splits,
                    d ** -0.5 if softmax_scale is None else float(softmax_scale), window_mask(0, 0, causal, window_size),
@@ -222,8 +231,8 @@ class _Layout:
                appender=None, alias: bool = False) -> "_Rows":
         """Rotary and the append (in place), then the varlen path's inputs (_Rows). ``appender``: None,
         or a callable that writes k and v into the caches (the append kernel's launch, _Plan) and
-        returns whether it did; otherwise torch's ops do (_append). ``alias``: q's rows as alias_rows'
-        view where the layout allows (the kernel plans), else packed into a copy (the general path)."""
+        returns whether it did; otherwise torch's ops do (_append). ``alias``: q itself where the layout
+        reads it in place (the kernel plans: step_rows), else packed into a copy (the general path)."""
         b, sq, dev = self.b, self.sq, q.device
         s_new = 0 if k is None else k.shape[1]
         if k is not None:
@@ -248,9 +257,9 @@ class _Layout:
                                  self.rows_per_seq, keys[0].shape[0], dev)
         if self.pages_in_place:   # the kernel finds each sequence's rows through the page table
             cu_k = _constant(("full", b + 1, 0), dev, torch.int32)
-        if alias and self.aliased:
-            return _Rows(alias_rows(q, self.group), keys[0], keys[1], _constant(("arange", b + 1, self.hq), dev,
-                         torch.int32), cu_k, _constant(("full", b, self.group), dev, torch.int32), used_k, True)
+        cu_q = _constant(("arange", b + 1, self.rows), dev, torch.int32)
+        if alias and self.aliased:   # q itself: the plan reads its rows in place (step_rows)
+            return _Rows(q, keys[0], keys[1], cu_q, cu_k, used_k, True)
         if self.packs:
             # query head h reads K/V head h // group; a position's group of heads on adjacent rows:
             # (B, Sq, Hk, group, D) -> (B, Sq, group, Hk, D), rows (position, g) of each sequence
@@ -258,16 +267,17 @@ class _Layout:
             qrows = q.view(b, sq, hk, self.group, self.d).transpose(2, 3).reshape(b * self.rows, hk, self.d)
         else:
             qrows = q.reshape(b * sq, self.hq, self.d)
-        return _Rows(qrows, keys[0], keys[1], _constant(("arange", b + 1, self.rows), dev, torch.int32), cu_k, None,
-                     used_k, False)
+        return _Rows(qrows, keys[0], keys[1], cu_q, cu_k, used_k, False)
 
     def outputs(self, out, lse, aliased: bool):
         """out (B, Sq, Hq, Dv) (and lse (B, Hq, Sq)) from the varlen path's (B * rows, heads, Dv) and
-        (heads, B * rows), or (aliased) from an aliased plan's (B, Hq, Dv) and (B, Hq)."""
+        (heads, B * rows), or (aliased) from a plan that read q in place: (B, Sq, Hq, Dv) and (B, Sq, Hq)."""
         b, sq, hq, dv = self.b, self.sq, self.hq, out.shape[-1]
         if aliased:
-            out = out.view(b, 1, hq, dv)
-            return (out, lse.view(b, hq, 1)) if self.return_lse else out
+            if not self.return_lse:
+                return out
+            lse = lse.transpose(1, 2)   # (B, Hq, 1) is contiguous as it is; more positions are copied
+            return out, lse if sq == 1 else lse.contiguous()
         if self.packs:
             hk = hq // self.group
             out = out.view(b, sq, self.group, hk, dv).transpose(2, 3).reshape(b, sq, hq, dv)
@@ -300,25 +310,24 @@ class _Plan:
     def __call__(self, *args):
         rows = self.layout.inputs(*args, appender=self._append, alias=True)
         if self.layout.pages_in_place:
-            out, lse = self.kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, rows.used_q, rows.used_k, None,
+            out, lse = self.kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, None, rows.used_k, None,
                                    args[_PAGE_TABLE_ARG])
         else:
-            out, lse = self.kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, rows.used_q, rows.used_k, None)
+            out, lse = self.kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, None, rows.used_k, None)
         return self.layout.outputs(out, lse, rows.aliased)
 
 
 class _Rows(typing.NamedTuple):
     """One call's inputs to the varlen path (_Layout.inputs): q rows (packed (B * rows, heads, D), or
-    alias_rows' view), the K and V rows (the cache viewed as rows, the gathered pages, or the page
-    pool), cu_seqlens_q / cu_seqlens_k int32 (B + 1,), seqused_q (None, or int32 (B,) with aliased
-    rows) and seqused_k int32 (B,)."""
+    with ``aliased`` the step's q itself, read in place: step_rows), the K and V rows (the cache viewed
+    as rows, the gathered pages, or the page pool), cu_seqlens_q / cu_seqlens_k int32 (B + 1,) and
+    seqused_k int32 (B,)."""
 
     q: torch.Tensor
     k: torch.Tensor
     v: torch.Tensor
     cu_q: torch.Tensor
     cu_k: torch.Tensor
-    used_q: torch.Tensor | None
     used_k: torch.Tensor
     aliased: bool
 

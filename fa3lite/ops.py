@@ -129,18 +129,17 @@ def varlen_page_rows(page_size: int, head_dim: int) -> int:
 
 def varlen_forward_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: float, causal: bool,
                         causal_offset: int, local_offset: int | None, softcap: float, max_seqlen_k: int,
-                        num_splits: int, pack_group: int = 1, paged: tuple[int, int] | None = None,
-                        aliased: bool = False):
+                        num_splits: int, pack_group: int = 1, paged: tuple[int, int] | None = None, grouped=None):
     """The varlen kernel's launch plan for inputs varlen_kernels_take accepted, with seqused_k and no
-    sink: plan(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, None) -> (out, lse), seqused_q
-    None except with aliased rows. The caller guarantees every query row belongs to a sequence
-    (cu_seqlens_q a full partition), so out and lse are not pre-filled. paged: (page_size,
-    pages_per_seq) reads K/V in place from a page pool (fa3lite.hopper.forward_varlen_plan; the plan
-    then takes page_table last). aliased: q is fa3lite.kvcache.alias_rows' view of a decode step's
-    queries, out / lse come back in the step's layout."""
+    sink: plan(q, k, v, cu_seqlens_q, cu_seqlens_k, None, seqused_k, None) -> (out, lse). The caller
+    guarantees every query row belongs to a sequence (cu_seqlens_q a full partition), so out and lse
+    are not pre-filled. paged: (page_size, pages_per_seq) reads K/V in place from a page pool
+    (fa3lite.hopper.forward_varlen_plan; the plan then takes page_table last). grouped: None, or
+    q is a decode step's queries (B, Sq, Hq, D) read in place (variants.GroupedRows, made by
+    fa3lite.kvcache.step_rows), out / lse come back in the step's layout."""
     return _hopper().forward_varlen_plan(q, k, v, batch, max_seqlen_q, softmax_scale, causal, causal_offset,
                                          local_offset, softcap, False, True, max_seqlen_k, num_splits, True,
-                                         pack_group, paged, aliased)
+                                         pack_group, paged, grouped)
 
 
 def kv_append_plan(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table):

@@ -75,12 +75,33 @@ FWD_TILES = {
 # the sequence's end) and, where shared memory has room, a third K/V stage to keep more bytes in
 # flight: the work is reading K/V. The key block is the dense full-mask short-sequence tile's.
 SPLIT_STAGES = {64: 3, 128: 3, 256: 2}
+SPLIT_BLOCK_M = 64   # query rows of a split-KV tile: its one consumer warpgroup
 
 
 def split_tile(head_dim: int) -> FwdTile:
     """The tile of a split-KV (decode) kernel for a head dim, either mask (SPLIT_STAGES)."""
     dense = fwd_tile(head_dim, False)
-    return FwdTile(64, dense.block_n, SPLIT_STAGES[kernel_head_dim(head_dim)], overlap=True, pingpong=False)
+    return FwdTile(SPLIT_BLOCK_M, dense.block_n, SPLIT_STAGES[kernel_head_dim(head_dim)], overlap=True, pingpong=False)
+
+
+class GroupedRows(typing.NamedTuple):
+    """How the split kernel reads a decode step's queries q (B, Sq, Hq, D) in place as its packed rows
+    (fa3lite/hopper/varlen.py forward_varlen_plan's ``grouped``; fa3lite.kvcache.step_rows makes it):
+    row r of K/V head h is query head h * group_rows + r % group_rows at position r // group_rows
+    (b * Sq + s), so the rows come in groups of group_rows, one per position (params.cuh row_group)."""
+
+    group_rows: int                  # query heads per K/V head (the pack group)
+    strides: tuple[int, int, int]    # q's elements between positions, adjacent query heads, K/V heads
+    box_groups: int                  # positions per Q box: block_m // group_rows, or Sq where that does not divide
+
+
+def split_box_groups(seqlen_q: int, group: int) -> int:
+    """Positions per Q box of the split kernel reading a decode step in place (GroupedRows.box_groups): a
+    tile of SPLIT_BLOCK_M rows holds whole groups, SPLIT_BLOCK_M // group positions where group divides
+    it, else the step's Sq positions where they fit one tile (each sequence is then one tile); 0: neither."""
+    if SPLIT_BLOCK_M % group == 0:
+        return SPLIT_BLOCK_M // group
+    return seqlen_q if seqlen_q * group <= SPLIT_BLOCK_M else 0
 
 
 # Softcap's tanh does not fit the 160 registers of d=64's three consumer warpgroups (ptxas spills):
@@ -118,10 +139,12 @@ FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("q_base", "ptr"), ("k_base", "ptr"), ("v_base", "ptr"), ("o_base", "ptr"), ("seq_maps", "ptr"),
     ("o_accum", "ptr"), ("lse_accum", "ptr"), ("page_table", "ptr"),
     ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"),
-    ("o_row_bytes", "i64"), ("o_head_bytes", "i64"), ("lse_head_stride", "i64"),
+    ("o_row_bytes", "i64"), ("o_head_bytes", "i64"), ("o_member_bytes", "i64"),
+    ("lse_head_stride", "i64"), ("lse_row_stride", "i64"), ("lse_member_stride", "i64"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
     ("page_size", "i32"), ("pages_per_seq", "i32"), ("page_rows", "i32"),
     ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("num_splits", "i32"), ("pack_group", "i32"),
+    ("row_group", "i32"), ("q_tile_bytes", "i32"),
     ("causal_offset", "i32"), ("local_offset", "i32"),
     ("scale_log2", "f32"), ("softcap_scale", "f32"),
 ))

@@ -441,35 +441,36 @@ def varlen_kernels_on_cpu(monkeypatch):
 
     def forward_varlen_plan(q, k, v, batch, max_q, scale, causal, causal_offset, local_offset, softcap, has_sink,
                             seqused, max_seqlen_k=0, num_splits=-1, rows_covered=False, pack_group=1, paged=None,
-                            aliased=False):
+                            grouped=None):
         assert rows_covered     # the kvcache layout gives every query row to a sequence
         seen["plans"] += 1
         seen["paged"] = paged
-        seen["aliased"] = aliased
+        seen["aliased"] = grouped is not None
 
         def plan(q, k, v, cu_q, cu_k, seqused_q, seqused_k, sink, page_table=None):
             seen["planned_calls"] += 1
-            assert (page_table is None) == (paged is None)
+            assert (page_table is None) == (paged is None) and seqused_q is None
             if paged is not None:   # the pool read through the page table, as the kernel reads it
                 assert not cu_k.any()
                 page_size, pages = paged
                 k, v = (t.view(-1, page_size, *t.shape[1:])[page_table.long()].flatten(0, 2) for t in (k, v))
                 cu_k = torch.arange(0, (batch + 1) * page_size * pages, page_size * pages, dtype=torch.int32)
-            out, lse = forward_varlen(q, k, v, cu_q, cu_k, max_q, scale, causal, causal_offset, local_offset,
+            if grouped is None:
+                return forward_varlen(q, k, v, cu_q, cu_k, max_q, scale, causal, causal_offset, local_offset,
                                       softcap, sink, seqused_q, seqused_k, 0, -1, pack_group)
-            if not aliased:
-                return out, lse
-            # as the kernels write aliased rows: through q's strides into (B, Hq, Dv) and (B, Hq)
-            assert seqused_q is not None and q.stride()[:2] == (q.shape[2], pack_group * q.shape[2])
-            hq = q.shape[1] * pack_group
-            full = torch.full((batch, hq, out.shape[2]), float("nan"), dtype=out.dtype)
-            full_lse = torch.full((batch, hq), float("nan"))
-            rows = full.as_strided(out.shape, (out.shape[2], pack_group * out.shape[2], 1))
-            lse_rows = full_lse.as_strided(lse.shape, (pack_group, 1))
-            for b in range(batch):
-                first, used = int(cu_q[b]), int(seqused_q[b])
-                rows[first:first + used] = out[first:first + used]
-                lse_rows[:, first:first + used] = lse[:, first:first + used]
+            # as the kernels read and write a step in place: q's rows (position, query head of a group)
+            # through grouped.strides, out (B, Sq, Hq, Dv) and lse (B, Sq, Hq) through the same grouping
+            b, sq, hq, d = q.shape
+            g, hk = pack_group, hq // pack_group
+            assert grouped.group_rows == g and grouped.box_groups > 0
+            rows = q.as_strided((b * sq, g, hk, d), (*grouped.strides[:2], grouped.strides[2], 1))
+            out, lse = forward_varlen(rows.reshape(b * sq * g, hk, d), k, v, cu_q, cu_k, max_q, scale, causal,
+                                      causal_offset, local_offset, softcap, sink, None, seqused_k, 0, -1, g)
+            full = torch.full((b, sq, hq, out.shape[2]), float("nan"), dtype=out.dtype)
+            full_lse = torch.full((b, sq, hq), float("nan"))
+            full.as_strided((b * sq, g, hk, out.shape[2]), (hq * out.shape[2], out.shape[2], g * out.shape[2], 1))[:] = \
+                out.view(b * sq, g, hk, out.shape[2])
+            full_lse.as_strided((b * sq, g, hk), (hq, 1, g))[:] = lse.view(hk, b * sq, g).permute(1, 2, 0)
             return full, full_lse
         return plan
 
@@ -519,9 +520,9 @@ def test_kvcache_repeat_goes_to_the_plan_with_the_same_result(varlen_kernels_on_
         results.append(fa3lite.flash_attn_with_kvcache(q, kcc, vcc, new[0], new[1], cache_seqlens=seqlens,
                                                        causal=True, return_softmax_lse=True))
         caches.append((kcc, vcc))
-    # one query position: the plan reads q's rows in place and writes out / lse in the step's layout
+    # packed heads of a contiguous q: the plan reads its rows in place and writes out / lse in its layout
     assert seen == {"plans": 1, "planned_calls": 2, "checks": 1, "paged": None, "kernel_appends": 2 if appends else 0,
-                    "aliased": sq == 1}
+                    "aliased": True}
     for (out, lse), (kcc, vcc) in zip(results[1:], caches[1:]):
         assert torch.equal(out, results[0][0]) and torch.equal(lse, results[0][1])
         assert torch.equal(kcc, caches[0][0]) and torch.equal(vcc, caches[0][1])
@@ -565,26 +566,35 @@ def test_kvcache_pages_in_place_through_the_plan(varlen_kernels_on_cpu, page_siz
     assert seen["paged"] == ((page_size, pages) if in_place else None)
 
 
-@pytest.mark.parametrize("q_layout", ["contiguous", "bhsd view", "wide rows", "rotated wide rows", "pack_gqa off"])
-def test_kvcache_decode_rows_read_in_place_where_the_layout_allows(varlen_kernels_on_cpu, q_layout):
-    """A decode step (one query position, packed GQA) plans aliased rows -- q read in place, out and
-    lse written in the step's layout -- where q's heads are adjacent (also a (B, H, 1, D) tensor seen
-    as (B, 1, H, D)), or where rotary makes a fresh q; not where a head's row is wider than D or heads
-    are not packed. First call and repeats equal the torch path, lse too."""
+_IN_PLACE = ("contiguous", "bhsd view", "wide rows", "rotated wide rows")
+
+
+@pytest.mark.parametrize("q_layout", _IN_PLACE + ("positions apart", "odd stride", "pack_gqa off"))
+@pytest.mark.parametrize("sq, hq", [(1, 6), (3, 6), (2, 10), (4, 66)])
+def test_kvcache_decode_rows_read_in_place_where_the_layout_allows(varlen_kernels_on_cpu, q_layout, sq, hq):
+    """A decode step with packed GQA plans its rows read in place -- q through one strided map, out and
+    lse written in the step's layout -- where q's last dim is contiguous, its positions one stride
+    apart and its strides multiples of 16 bytes (rows wider than D, rotary's fresh q, a (B, H, 1, D)
+    tensor seen as (B, 1, H, D): not with more positions), and the 64-row tile holds whole groups (group 3 divides no 64 but
+    3 x 3 and 2 x 5 rows fit one tile; 4 x 33 rows of a group of 33 neither: a copy). Not where the
+    batch and position strides disagree, a stride is not a multiple of 16 bytes, or heads are not
+    packed. First call and repeats equal the torch path, lse too."""
     seen = varlen_kernels_on_cpu
     g = torch.Generator().manual_seed(7)
-    b, hq, hk, d, s_cache = 3, 6, 2, 64, 24
-    q = {"bhsd view": lambda: torch.randn(b, hq, 1, d, generator=g).transpose(1, 2),
-         "wide rows": lambda: torch.randn(b, 1, hq, 2 * d, generator=g)[..., :d],
-         "rotated wide rows": lambda: torch.randn(b, 1, hq, 2 * d, generator=g)[..., :d]}.get(
-        q_layout, lambda: torch.randn(b, 1, hq, d, generator=g))()
+    b, hk, d, s_cache = 3, 2, 64, 24
+    q = {"bhsd view": lambda: torch.randn(b, hq, sq, d, generator=g).transpose(1, 2),
+         "wide rows": lambda: torch.randn(b, sq, hq, 2 * d, generator=g)[..., :d],
+         "rotated wide rows": lambda: torch.randn(b, sq, hq, 2 * d, generator=g)[..., :d],
+         "positions apart": lambda: torch.randn(b, sq + 1, hq, d, generator=g)[:, :sq],
+         "odd stride": lambda: torch.randn(b, sq, hq, d + 2, generator=g)[..., :d]}.get(
+        q_layout, lambda: torch.randn(b, sq, hq, d, generator=g))()
     kc, vc = (torch.randn(b, s_cache, hk, d, generator=g) for _ in range(2))
     extra = {"pack_gqa": False} if q_layout == "pack_gqa off" else {}
     if q_layout == "rotated wide rows":
         angles = torch.rand(s_cache, d // 4, generator=g) * 6
-        extra.update(k=torch.randn(b, 1, hk, d, generator=g), v=torch.randn(b, 1, hk, d, generator=g),
+        extra.update(k=torch.randn(b, sq, hk, d, generator=g), v=torch.randn(b, sq, hk, d, generator=g),
                      rotary_cos=angles.cos(), rotary_sin=angles.sin())
-    seqlens = torch.tensor([0, 5, s_cache - 1], dtype=torch.int32)
+    seqlens = torch.tensor([0, 5, s_cache - sq], dtype=torch.int32)
     want = fa3lite.flash_attn_with_kvcache(q, kc.clone(), vc.clone(), cache_seqlens=seqlens, causal=True,
                                            return_softmax_lse=True, backend="torch", **extra)
     for _ in range(3):
@@ -592,6 +602,10 @@ def test_kvcache_decode_rows_read_in_place_where_the_layout_allows(varlen_kernel
                                              return_softmax_lse=True, **extra)
         torch.testing.assert_close(got[0], want[0])
         torch.testing.assert_close(got[1], want[1])
-        assert got[0].shape == (b, 1, hq, d) and got[1].shape == (b, hq, 1)
+        assert got[0].shape == (b, sq, hq, d) and got[1].shape == (b, hq, sq) and got[1].is_contiguous()
     assert seen["plans"] == 1 and seen["planned_calls"] == 2
-    assert seen["aliased"] == (q_layout in ("contiguous", "bhsd view", "rotated wide rows"))
+    group_fits = (hq // hk) * sq <= 64 or 64 % (hq // hk) == 0
+    # positions one stride apart: (b, s) contiguous, or one position (b's stride alone)
+    one_stride = q_layout in _IN_PLACE and q_layout != "bhsd view" or q_layout in ("bhsd view", "positions apart") \
+        and sq == 1
+    assert seen["aliased"] == (group_fits and one_stride)

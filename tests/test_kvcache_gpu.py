@@ -22,8 +22,8 @@ SCALE = 128 ** -0.5
 ROTARY_POSITIONS = 1024   # beyond every cache's capacity here (700, or 3 pages of 256)
 
 
-def inputs(dtype, b=3, sq=1, s_new=1, s_cache=700, paged=None, seed=0):
-    x = make(b=b, sq=sq, hq=8, hk=2, d=128, s_cache=s_cache, s_new=s_new, paged=paged, rd=64, seed=seed,
+def inputs(dtype, b=3, sq=1, s_new=1, s_cache=700, paged=None, seed=0, hq=8, hk=2):
+    x = make(b=b, sq=sq, hq=hq, hk=hk, d=128, s_cache=s_cache, s_new=s_new, paged=paged, rd=64, seed=seed,
              dtype=torch.float32, ro_len=ROTARY_POSITIONS)
     gen = x.pop("gen")
     x = {name: (t.to("cuda", dtype if t.is_floating_point() else t.dtype) if isinstance(t, torch.Tensor) else t)
@@ -49,9 +49,9 @@ def run_and_check(x, seqlens, lengths, causal=True, window=(-1, -1), rotary=Fals
             return_softmax_lse=True, backend="fa3lite")
 
     out, lse = call()
-    # The repeat goes straight to the signature's launch plan (a decode step's rows read in place,
-    # out / lse written in its layout: kvcache.alias_rows); it appends the same rows at the same
-    # positions again, so the result is the first call's, bit for bit.
+    # The repeat goes straight to the signature's launch plan (a step's packed rows read in place from
+    # q, out / lse written in its layout: kvcache.step_rows); it appends the same rows at the same
+    # positions again, so the result is the first call's (q packed into a copy), bit for bit.
     again = call()
     assert torch.equal(again[0], out) and torch.equal(again[1], lse)
     if rotary:   # the rotation rounds once to the input dtype either way
@@ -155,6 +155,18 @@ def test_pack_gqa_matches_unpacked(sq, causal, window):
            for pack in (False, None)]
     torch.testing.assert_close(got[1][0], got[0][0])
     torch.testing.assert_close(got[1][1], got[0][1])
+
+
+@pytest.mark.parametrize("hq, hk, sq, num_splits", [(6, 2, 1, 0), (6, 2, 4, 0), (14, 2, 9, 0), (8, 2, 20, 3),
+                                                    (16, 1, 5, 2), (8, 8, 3, 0)])
+def test_steps_read_in_place_for_any_group(hq, hk, sq, num_splits):
+    """The plan reads a step's q in place as grouped rows for groups no 64-row tile divides (3 and 7
+    query heads per K/V head: a step's 4 x 3 and 9 x 7 rows fill part of one tile, the box only
+    those), for steps of several tiles (20 positions x 4 heads, 5 x 16: 80 rows, with splits), and
+    without GQA (no packing, no grouping); FA3's rule and the first call's bits (run_and_check)."""
+    x = inputs(torch.bfloat16, sq=sq, s_new=sq, hq=hq, hk=hk)
+    lengths = [0, 150, 700 - sq]
+    run_and_check(x, torch.tensor(lengths, dtype=torch.int32, device="cuda"), lengths, num_splits=num_splits)
 
 
 # ---------------------------------------------------------------------------------------- split-KV

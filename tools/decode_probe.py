@@ -5,7 +5,8 @@ where a call's host time goes.
   python tools/decode_probe.py host                   cProfile of back-to-back calls, top functions
   python tools/decode_probe.py pack [--out f.json]    speculative steps (Sq=4, causal): packed GQA vs not
   python tools/decode_probe.py paged [--out f.json]   paged caches read in place vs gathered (Sq=1)
-  python tools/decode_probe.py timeline [--out f.json]  each kernel of a step and where it starts
+  python tools/decode_probe.py timeline [--out f.json] [--sq N] [--shapes 8x1024,...]
+                                                      each kernel of a step and where it starts
                                                       (CUDA-graph replays under torch.profiler), fa3lite
                                                       beside SDPA
   python tools/decode_probe.py trace [--out f.json]   the split kernel's per-CTA events (traced build;
@@ -246,27 +247,31 @@ def _trace_split(b, length):
     return out
 
 
-def timeline(out_path):
-    """Each kernel of a decode step (fa3lite and SDPA) from graph replays; the split kernel's per-CTA
-    phases from a traced build."""
+def timeline(out_path, sq=1, shapes=TIMELINE_SHAPES):
+    """Each kernel of a step of sq query positions (fa3lite and SDPA; causal: each position sees the
+    keys up to its own) from graph replays, for each (B, L) of ``shapes``."""
     import torch.nn.functional as F
 
     rows = []
-    for b, length in TIMELINE_SHAPES:
-        q, kv = _caches(b, length, TIMELINE_CALLS)
+    for b, length in shapes:
+        q, kv = _caches(b, length, TIMELINE_CALLS, sq)
         seqlens = torch.full((b,), length, dtype=torch.int32, device="cuda")
 
         def ours():
             for kc, vc in kv:
                 fa3lite.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, causal=True)
 
+        # the bottom-right causal mask of the step's positions, as SDPA takes it (sq = 1: none needed)
+        mask = None if sq == 1 else (torch.arange(length, device="cuda")[None, :]
+                                     <= torch.arange(length - sq, length, device="cuda")[:, None])
+
         def sdpa():
             for kc, vc in kv:
                 F.scaled_dot_product_attention(q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2),
-                                               enable_gqa=True).transpose(1, 2)
+                                               attn_mask=mask, enable_gqa=True).transpose(1, 2)
 
         for name, fn in (("fa3lite", ours), ("sdpa", sdpa)):
-            r = {"B": b, "L": length, "impl": name, **_graph_kernels(fn, len(kv))}
+            r = {"B": b, "L": length, "sq": sq, "impl": name, **_graph_kernels(fn, len(kv))}
             print(json.dumps(r), flush=True)
             rows.append(r)
         del kv
@@ -291,9 +296,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("what", choices=("sweep", "host", "pack", "paged", "timeline", "trace"))
     ap.add_argument("--out")
+    ap.add_argument("--sq", type=int, default=1, help="timeline: query positions per step")
+    ap.add_argument("--shapes", help="timeline: B x L pairs, e.g. 8x1024,64x1024 (default TIMELINE_SHAPES)")
     args = ap.parse_args()
+    shapes = TIMELINE_SHAPES if not args.shapes else tuple(
+        tuple(int(n) for n in pair.split("x")) for pair in args.shapes.split(","))
     {"sweep": lambda: sweep(args.out), "host": host, "pack": lambda: pack(args.out),
-     "paged": lambda: paged(args.out), "timeline": lambda: timeline(args.out),
+     "paged": lambda: paged(args.out), "timeline": lambda: timeline(args.out, args.sq, shapes),
      "trace": lambda: trace(args.out)}[args.what]()
 
 

@@ -11,8 +11,9 @@
 // at a time -- so that a row costs about three round trips to L2 whatever the split count.
 // The host launches it as a dependent of the split kernel (launch.Prepared with dependent=True): it
 // reads its sequence's rows while that kernel's CTAs finish, then waits for their results.
-// out and lse are written through strides (the caller's layout: e.g. a decode step's (B, 1, Hq, Dv)
-// output seen as rows of packed query heads, fa3lite/hopper/varlen.py).
+// out and lse are written through strides, rows in groups of row_group as the split kernel writes
+// them (params.cuh): e.g. a decode step's (B, Sq, Hq, Dv) output in its own layout, a position's
+// packed query heads one group (fa3lite/hopper/varlen.py).
 #include "../ptx/math.cuh"
 #include "../ptx/sync.cuh"
 #include "../ptx/types.cuh"
@@ -30,17 +31,22 @@ namespace fa3lite { namespace attn { namespace combine {
 struct CombineParams {
   const float* o_accum;     // (num_splits, total_q, Hq, Dv) f32
   const float* lse_accum;   // (num_splits, Hq, total_q) f32, natural log
-  u16* out;                 // (total_q, Hq, Dv) through out_row_stride / out_head_stride, the input dtype
-  float* lse;               // (Hq, total_q) through lse_head_stride (rows contiguous)
+  u16* out;                 // (total_q, Hq, Dv) through the strides below, the input dtype
+  float* lse;               // (Hq, total_q) through the strides below
   const float* sink;        // (Hq,) f32 natural-log logits, or null
   const i32* cu_seqlens_q;  // (B + 1,)
   const i32* seqused_q;     // (B,) or null
-  i64 out_row_stride;       // elements
+  // elements; row r of head h: group r / row_group, member r % row_group (FwdParams' o_* and lse_*)
+  i64 out_row_stride;       // per group
+  i64 out_member_stride;
   i64 out_head_stride;
+  i64 lse_row_stride;
+  i64 lse_member_stride;
   i64 lse_head_stride;
   i32 total_q;
   i32 num_heads;
   i32 num_splits;
+  i32 row_group;            // 1: plain rows
 };
 
 static_assert(sizeof(CombineParams) == FA3LITE_PARAMS_SIZE, "host and device disagree on the CombineParams size");
@@ -112,7 +118,9 @@ extern "C" __global__ void __launch_bounds__(kThreads) fa3lite_combine(const __g
     if (p.sink != nullptr) sum += math::ex2((sink - top) * math::kLog2e);
     lse = top + math::lg2(sum) * math::kLn2;
   }
-  if (lane == 0) p.lse[static_cast<i64>(head) * p.lse_head_stride + q_row] = lse;
+  const int group = static_cast<int>(q_row) / p.row_group;
+  const int member = static_cast<int>(q_row) % p.row_group;
+  if (lane == 0) p.lse[group * p.lse_row_stride + member * p.lse_member_stride + head * p.lse_head_stride] = lse;
 
   float acc[kPasses][2];
 #pragma unroll
@@ -151,7 +159,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) fa3lite_combine(const __g
       }
     }
   }
-  u16* out_row = p.out + q_row * p.out_row_stride + head * p.out_head_stride;
+  u16* out_row = p.out + group * p.out_row_stride + member * p.out_member_stride + head * p.out_head_stride;
 #pragma unroll
   for (int c = 0; c < kPasses; ++c) {
     const int col = 2 * lane + 64 * c;

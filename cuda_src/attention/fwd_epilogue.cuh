@@ -33,6 +33,23 @@ __device__ __forceinline__ u32 swizzled_offset(int row, int col, int rows) {
   return byte ^ (((byte >> 7) & 7u) << 4);
 }
 
+// kVarlen: where packed row `row` of head `head` goes in O (bytes) and LSE (elements): plain rows in
+// the dense kernel, rows in groups in the split kernel (params.cuh).
+__device__ __forceinline__ i64 o_offset(const FwdParams& p, int row, int head) {
+  if constexpr (kSplit) {
+    return (row / p.row_group) * p.o_row_bytes + (row % p.row_group) * p.o_member_bytes + head * p.o_head_bytes;
+  }
+  return static_cast<i64>(row) * p.o_row_bytes + head * p.o_head_bytes;
+}
+
+__device__ __forceinline__ i64 lse_offset(const FwdParams& p, int row, int head) {
+  if constexpr (kSplit) {
+    return (row / p.row_group) * p.lse_row_stride + (row % p.row_group) * p.lse_member_stride +
+           head * p.lse_head_stride;
+  }
+  return head * p.lse_head_stride + row;
+}
+
 // kVarlen: the warpgroup's staged rows of sO (or zeros: `staged` false) to the packed O, 16 bytes a
 // thread at a time, rows past the sequence's end skipped (a TMA store through the packed map would
 // write the next sequence's rows).
@@ -46,7 +63,7 @@ __device__ __forceinline__ void copy_out_rows(const FwdParams& p, const FwdSmem&
     const int c = i % kChunks;
     if (row0 + r < sq.seqlen_q) {
       const uint4 v = staged ? smem::ld_v4(sm.o() + swizzled_offset(wg_row + r, 8 * c, kBlockM)) : uint4{0, 0, 0, 0};
-      char* dst = p.o_base + (sq.q_start + row0 + r) * p.o_row_bytes + t.head * p.o_head_bytes + 8 * c * kElemBytes;
+      char* dst = p.o_base + o_offset(p, sq.q_start + row0 + r, t.head) + 8 * c * kElemBytes;
       gmem::st_v4(dst, v);
     }
   }
@@ -132,8 +149,8 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
     for (int h = 0; h < 2; ++h) {
       const int row = t.m_block * kBlockM + wg_row + rb + 8 * h;
       if (row < sq.seqlen_q) {
-        // (B, Hq, Sq), or kVarlen (Hq, total_q) through lse_head_stride
-        const i64 idx = kVarlen ? t.head * p.lse_head_stride + sq.q_start + row
+        // (B, Hq, Sq), or kVarlen through lse_offset
+        const i64 idx = kVarlen ? lse_offset(p, sq.q_start + row, t.head)
                                 : (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.seqlen_q + row;
         p.lse[idx] = lse[h];
       }

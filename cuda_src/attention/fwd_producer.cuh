@@ -26,6 +26,13 @@ namespace fa3lite { namespace attn {
 __device__ __forceinline__ void load_q(u32 dst, const TmaDesc* map, u32 bar, int row, int head, int batch) {
   tile_io::load<kBlockM, kColBlocks, kPaddedQK>(dst, map, bar, row, head, batch);
 }
+// kSplit: Q's rows in groups of p.row_group (params.cuh); a tile starts at a group's first row (the
+// host keeps sequences and tiles group-aligned), and its box may hold fewer rows than kBlockM
+// (p.q_tile_bytes): the rows past it are past the sequence's end, computed on and never written.
+__device__ __forceinline__ void load_q_groups(const FwdParams& p, u32 dst, u32 bar, int row, int head) {
+  mbar::arrive_expect_tx(bar, static_cast<u32>(p.q_tile_bytes));
+  tile_io::load_groups<kBlockM, kColBlocks, kPaddedQK>(dst, &p.q, bar, row / p.row_group, head);
+}
 __device__ __forceinline__ void load_k(u32 dst, const TmaDesc* map, u32 bar, int row, int head, int batch) {
   tile_io::load<kBlockN, kColBlocks, kPaddedQK>(dst, map, bar, row, head, batch);
 }
@@ -117,7 +124,9 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
       }
       if (n == kb.end - 1) {
         if (q_round > 0) mbar::wait(sm.q_empty(), (q_round - 1) & 1u);
-        if (leader) {
+        if (leader && kSplit) {
+          load_q_groups(p, sm.q(), sm.q_full(), q_row0 + t.m_block * kBlockM, t.head);
+        } else if (leader) {
           mbar::arrive_expect_tx(sm.q_full(), kQTileBytes);
           load_q(sm.q(), map_q, sm.q_full(), q_row0 + t.m_block * kBlockM, t.head, batch);
         }

@@ -6,7 +6,7 @@
 namespace fa3lite { namespace attn {
 
 struct FwdParams {
-  TmaDesc q;            // (B, Sq, Hq, D) 5-D map, boxes of kBlockM rows x D
+  TmaDesc q;            // (B, Sq, Hq, D) 5-D map, boxes of kBlockM rows x D (kSplit: row groups, tile_io.cuh)
   TmaDesc k;            // (B, Sk, Hk, D) boxes of kBlockN rows x D
   TmaDesc v;
   TmaDesc o;            // (B, Sq, Hq, D) boxes of 64 rows x 64 columns (one warpgroup, one column block)
@@ -38,9 +38,18 @@ struct FwdParams {
   i64 q_row_bytes;           // row strides of the packed tensors
   i64 k_row_bytes;
   i64 v_row_bytes;
-  i64 o_row_bytes;           // kVarlen: O's row and head strides, and LSE's head stride (elements; its
-  i64 o_head_bytes;          // rows are contiguous). Contiguous (total_q, Hq, Dv) and (Hq, total_q) but
-  i64 lse_head_stride;       // for aliased decode rows (fa3lite/hopper/varlen.py), where rows overlap
+  // kVarlen: where O's and LSE's rows go. The dense kernel: packed row r of head h at r * o_row_bytes +
+  // h * o_head_bytes in O and h * lse_head_stride + r in LSE (contiguous (total_q, Hq, Dv) and (Hq, total_q)).
+  // kSplit: rows come in groups of row_group (a decode step's query heads of one position, read and
+  // written in the step's own layout: fa3lite/hopper/varlen.py), row r being member r % row_group of
+  // group r / row_group; O at group * o_row_bytes + member * o_member_bytes + h * o_head_bytes, LSE at
+  // group * lse_row_stride + member * lse_member_stride + h * lse_head_stride (fwd_epilogue.cuh o_offset, lse_offset).
+  i64 o_row_bytes;
+  i64 o_head_bytes;
+  i64 o_member_bytes;
+  i64 lse_head_stride;
+  i64 lse_row_stride;
+  i64 lse_member_stride;
   i32 seqlen_q;          // kVarlen: the packed length total_q (LSE is (Hq, total_q))
   i32 seqlen_k;          // kVarlen: total_k (sequences are clamped to the packed rows)
   i32 num_heads_q;
@@ -53,6 +62,9 @@ struct FwdParams {
   i32 num_splits;       // kSplit: CTAs sharing one query tile's keys (1 without kSplit)
   i32 pack_group;       // kVarlen: rows per query position (packed GQA: a group's query heads of one
                         // position on adjacent rows, sharing the K/V head; mask.cuh); 1 otherwise
+  i32 row_group;        // kSplit: rows per group of the q map and of O / LSE (above); 1: plain rows
+  i32 q_tile_bytes;     // kSplit: bytes one Q box brings (row_group * its positions * D * 2; kBlockM
+                        // rows, or fewer: a sequence's rows that fit one tile but do not divide it)
   i32 causal_offset;    // key j is visible to query i iff j <= i + causal_offset (kIsCausal) ...
   i32 local_offset;     // ... and j >= i + local_offset (kIsCausal; -2^30 without a window);
                         // kVarlen: both relative to each sequence's diagonal j = i + Sk - Sq

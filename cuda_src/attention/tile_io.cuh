@@ -25,6 +25,24 @@ __device__ __forceinline__ void load(u32 dst, const TmaDesc* map, u32 bar, int r
   }
 }
 
+// A tile of rows that come in groups (kSplit's q: a decode step's query heads of one position are a
+// group, read in the step's own layout; fa3lite/runtime/tma.py grouped_geometry): the map's dims are
+// (64 columns, group member, group, head, D/64 column blocks), or with padding (D columns, member,
+// group, head). A box of whole groups lands as rows in order (member fastest); one copy per
+// 64-column block, each at its block's place in the [D/64][Rows][64] tile, since a box may hold
+// fewer than Rows rows. `group` is the tile's first.
+template <int Rows, int ColBlocks, bool Padded>
+__device__ __forceinline__ void load_groups(u32 dst, const TmaDesc* map, u32 bar, int group, int head) {
+#pragma unroll
+  for (int blk = 0; blk < ColBlocks; ++blk) {
+    if constexpr (Padded) {
+      tma::load_4d(dst + blk * Rows * kRowBytes, map, bar, blk * kCols, 0, group, head);
+    } else {
+      tma::load_5d(dst + blk * Rows * kRowBytes, map, bar, 0, 0, group, head, blk);
+    }
+  }
+}
+
 // Column block `blk` of a box of rows starting at `row` into `dst` (the box's rows are the map's).
 template <bool Padded>
 __device__ __forceinline__ void load_block(u32 dst, const TmaDesc* map, u32 bar, int blk, int row, int head, int batch) {

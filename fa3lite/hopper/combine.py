@@ -3,7 +3,7 @@
 The forward's split variant (varlen.py, num_splits > 1) writes, per split s, O_s (num_splits,
 total_q, Hq, Dv) f32 normalised over the split's keys and LSE_s (num_splits, Hq, total_q) f32; the
 combine merges them into out (total_q, Hq, Dv) in the input dtype and lse (Hq, total_q), both written
-through strides (a row of out need not follow the previous one: see varlen.py's aliased rows), adding
+through strides with rows in groups (a decode step's own layout: see varlen.py's grouped rows), adding
 a learnable sink's exp(sink) to the denominator once. It walks each sequence's rows through
 cu_seqlens_q / seqused_q, like the forward, so rows of no sequence keep what the caller put there.
 """
@@ -24,8 +24,9 @@ PAIRS_PER_CTA = THREADS // 32
 COMBINE_PARAMS = ParamStruct("fa3lite::attn::combine::CombineParams", (
     ("o_accum", "ptr"), ("lse_accum", "ptr"), ("out", "ptr"), ("lse", "ptr"), ("sink", "ptr"),
     ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"),
-    ("out_row_stride", "i64"), ("out_head_stride", "i64"), ("lse_head_stride", "i64"),
-    ("total_q", "i32"), ("num_heads", "i32"), ("num_splits", "i32"),
+    ("out_row_stride", "i64"), ("out_member_stride", "i64"), ("out_head_stride", "i64"),
+    ("lse_row_stride", "i64"), ("lse_member_stride", "i64"), ("lse_head_stride", "i64"),
+    ("total_q", "i32"), ("num_heads", "i32"), ("num_splits", "i32"), ("row_group", "i32"),
 ))
 
 

@@ -88,10 +88,10 @@ class _FwdPlan:
             # kVarlen only (fa3lite/hopper/varlen.py)
             cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, o_base=0,
             seq_maps=0, q_row_bytes=0, k_row_bytes=0, v_row_bytes=0, o_row_bytes=0, o_head_bytes=0,
-            lse_head_stride=0,
+            o_member_bytes=0, lse_head_stride=0, lse_row_stride=0, lse_member_stride=0,
             # kSplit only (varlen.py): one split
-            o_accum=0, lse_accum=0, num_splits=1, pack_group=1, page_table=0, page_size=0, pages_per_seq=0,
-            page_rows=0,
+            o_accum=0, lse_accum=0, num_splits=1, pack_group=1, row_group=1, q_tile_bytes=0, page_table=0,
+            page_size=0, pages_per_seq=0, page_rows=0,
         )
         # What a call fills in leads the block: the q, k, v, o maps, then the lse, tile_sched and
         # sink addresses (FWD_PARAMS), packed by one struct per launch.

@@ -33,7 +33,7 @@ import torch
 from .. import checks
 from ..runtime import cdriver, launch, tma
 from ..runtime.driver import on_device
-from ..variants import FWD_PARAMS, FwdTile, FwdVariant, split_tile, varlen_tile
+from ..variants import FWD_PARAMS, FwdTile, FwdVariant, GroupedRows, split_tile, varlen_tile
 from . import bwd, combine, fwd, splits
 from .common import (DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, band, debug_build, device_index, score_scales,
                      sm_count)
@@ -76,15 +76,20 @@ class _VarlenPlan:
 
     def __init__(self, q, k, v, batch: int, max_seqlen_q: int, max_seqlen_k: int, softmax_scale: float, mask,
                  softcap: float, has_sink: bool, num_splits: int, rows_covered: bool = False,
-                 pack_group: int = 1, paged: tuple[int, int] | None = None, aliased: bool = False):
-        total_q, Hq, D = q.shape
+                 pack_group: int = 1, paged: tuple[int, int] | None = None, grouped: GroupedRows | None = None):
         Hk, Dv = k.shape[1], v.shape[2]
         banded, causal_offset, local_offset = mask
         split = num_splits >= 0
-        if aliased and not (split and pack_group > 1 and total_q == (batch - 1) * Hq * pack_group + pack_group):
-            raise ValueError(f"aliased rows: expected the split kernel, pack_group > 1 and q of (B - 1) * Hq * "
-                             f"pack_group + pack_group rows (kvcache.alias_rows), got num_splits {num_splits}, "
-                             f"pack_group {pack_group}, {total_q} rows for B={batch}, {Hq} heads")
+        if grouped is not None:   # a decode step's q (B, Sq, Hq, D): rows (position, query head) per K/V head
+            if not (split and q.dim() == 4 and q.shape[0] == batch and grouped.group_rows == pack_group > 1):
+                raise ValueError(f"grouped rows: expected the split kernel and q (B={batch}, Sq, Hq, D) with "
+                                 f"pack_group {grouped.group_rows} > 1, got num_splits {num_splits}, q "
+                                 f"{tuple(q.shape)}, pack_group {pack_group}")
+            total_q, Hq, D = batch * q.shape[1] * pack_group, q.shape[2] // pack_group, q.shape[3]
+            row_group, q_strides, box_groups = grouped
+        else:
+            total_q, Hq, D = q.shape
+            row_group, q_strides, box_groups = 1, (q.stride(0), 0, q.stride(1)), None
         variant = _variant(D, DTYPE_NAMES[q.dtype], banded, debug_build(), softcap > 0, Dv, has_sink, split,
                            paged is not None, None if split else varlen_tile(D, banded, max_seqlen_k, softcap > 0))
         self.dev = device_index(q)
@@ -103,12 +108,15 @@ class _VarlenPlan:
         ctas = min(tiles, sm_count(self.dev)) if persistent else tiles
         self.grid, self.threads = (ctas, 1, 1), variant.threads
         self.device, self.dtype = q.device, q.dtype
-        if aliased:   # out (B, Hq * group, Dv) and lse (B, Hq * group) seen as kvcache.alias_rows sees q
-            self.out_shape, self.lse_shape = (batch, Hq * pack_group, Dv), (batch, Hq * pack_group)
-            o_row, o_head, lse_head = Dv, pack_group * Dv, pack_group
+        # where rows go: groups of row_group rows (cuda_src/attention/params.cuh); elements
+        # (group, member, head) for O, then for LSE
+        if grouped is not None:   # out (B, Sq, Hq, Dv) and lse (B, Sq, Hq) contiguous, in the step's layout
+            self.out_shape, self.lse_shape = (*q.shape[:3], Dv), tuple(q.shape[:3])
+            o_strides, lse_strides = (row_group * Hq * Dv, Dv, row_group * Dv), (row_group * Hq, 1, row_group)
         else:
             self.out_shape, self.lse_shape = (total_q, Hq, Dv), (Hq, total_q)
-            o_row, o_head, lse_head = Hq * Dv, Dv, total_q
+            o_strides, lse_strides = (Hq * Dv, 0, Dv), (1, 0, total_q)
+        box_groups = box_groups or variant.block_m
         es = q.element_size()
         blank = bytes(_MAP_BYTES)
         self.template = FWD_PARAMS.pack(
@@ -116,12 +124,15 @@ class _VarlenPlan:
             cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, o_base=0,
             seq_maps=0, o_accum=0, lse_accum=0,
             q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
-            o_row_bytes=o_row * es, o_head_bytes=o_head * es, lse_head_stride=lse_head, seqlen_q=total_q,
+            o_row_bytes=o_strides[0] * es, o_member_bytes=o_strides[1] * es, o_head_bytes=o_strides[2] * es,
+            lse_row_stride=lse_strides[0], lse_member_stride=lse_strides[1], lse_head_stride=lse_strides[2],
+            seqlen_q=total_q,
             seqlen_k=paged[0] * paged[1] if paged else k.shape[0], num_heads_q=Hq, head_group=Hq // Hk,
             num_m_blocks=m_blocks,
             page_table=0, page_size=paged[0] if paged else 0, pages_per_seq=paged[1] if paged else 0,
             page_rows=page_rows(paged[0], D) if paged else 0,
-            num_tiles=tiles, num_splits=self.splits, pack_group=pack_group, causal_offset=causal_offset,
+            num_tiles=tiles, num_splits=self.splits, pack_group=pack_group, row_group=row_group,
+            q_tile_bytes=row_group * box_groups * variant.kernel_dim * es, causal_offset=causal_offset,
             local_offset=local_offset,
             **score_scales(softmax_scale, softcap),
         )
@@ -144,9 +155,10 @@ class _VarlenPlan:
             self.work_bytes += o_bytes + _aligned(4 * self.splits * Hq * total_q)
             cv = combine.CombineVariant(DTYPE_NAMES[q.dtype], Dv)
             template = combine.COMBINE_PARAMS.pack(
-                o_accum=0, lse_accum=0, out=0, lse=0, sink=0, cu_seqlens_q=0, seqused_q=0, out_row_stride=o_row,
-                out_head_stride=o_head, lse_head_stride=lse_head, total_q=total_q, num_heads=Hq,
-                num_splits=self.splits)
+                o_accum=0, lse_accum=0, out=0, lse=0, sink=0, cu_seqlens_q=0, seqused_q=0,
+                out_row_stride=o_strides[0], out_member_stride=o_strides[1], out_head_stride=o_strides[2],
+                lse_row_stride=lse_strides[0], lse_member_stride=lse_strides[1], lse_head_stride=lse_strides[2],
+                total_q=total_q, num_heads=Hq, num_splits=self.splits, row_group=row_group)
             # a dependent launch: the combine starts while the split kernel's CTAs finish (combine.cu)
             self.combine = launch.Prepared(combine.loaded(cv, self.dev), combine.grid(batch, max_seqlen_q, Hq),
                                            combine.THREADS, template, combine.HEAD, self.dev, dependent=True)
@@ -156,9 +168,14 @@ class _VarlenPlan:
         self.blank_map = blank
         # paged: K and V map the pool, boxes of one chunk of rows and one 64-column block (fwd_producer.cuh)
         kv_box = (page_rows(paged[0], D), 1) if paged else (variant.block_n, None)
-        self.makers = tuple(tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, box[0], box[1],
-                                                                    kernel_dim=variant.kernel_dim), self.dev)
-                            for t, box in ((q, (variant.block_m, None)), (k, kv_box), (v, kv_box)))
+        if split:   # q's rows in groups (tile_io.cuh load_groups)
+            q_geometry = tma.grouped_geometry(total_q // row_group, row_group, Hq, D, q_strides, es, box_groups,
+                                              variant.kernel_dim)
+        else:
+            q_geometry = tma.bshd_geometry(*_packed(q), es, variant.block_m, kernel_dim=variant.kernel_dim)
+        self.makers = (tma.MapMaker(q.dtype, q_geometry, self.dev),) + tuple(
+            tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, kv_box[0], kv_box[1],
+                                                    kernel_dim=variant.kernel_dim), self.dev) for t in (k, v))
 
     def __call__(self, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q=None, seqused_k=None, sink=None,
                  page_table=None):
@@ -232,7 +249,7 @@ def forward_varlen_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: f
                         causal_offset: int, local_offset: int | None, softcap: float, has_sink: bool,
                         seqused: bool, max_seqlen_k: int = 0, num_splits: int = -1,
                         rows_covered: bool = False, pack_group: int = 1,
-                        paged: tuple[int, int] | None = None, aliased: bool = False) -> _VarlenPlan:
+                        paged: tuple[int, int] | None = None, grouped: GroupedRows | None = None) -> _VarlenPlan:
     """The launch plan forward_varlen runs for this signature (built on first use): call it as
     plan(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, sink) -> (out, lse) with tensors
     of the signature's shapes, strides, dtype and device, and at least one query row and key (the
@@ -242,16 +259,18 @@ def forward_varlen_plan(q, k, v, batch: int, max_seqlen_q: int, softmax_scale: f
     rows (num_pages * page_size, Hk, D), cu_seqlens_k all zeros, and the plan takes page_table
     (B, pages_per_seq) int32 contiguous as its last argument; the split kernel only (num_splits >= 0),
     page_rows(page_size, ...) > 0.
-    aliased: q is fa3lite.kvcache.alias_rows' view of a decode step's queries, and out / lse come back as (B, Hq *
-    pack_group, Dv) / (B, Hq * pack_group), the step's own layout (no copies on either side)."""
+    grouped: q is a decode step's queries (B, Sq, Hq, D), read in place as the split kernel's packed
+    rows (position, query head of a group of pack_group), grouped.strides being q's (group, member,
+    head) strides in elements (fa3lite.kvcache.step_rows); out / lse come back as (B, Sq, Hq, Dv) /
+    (B, Sq, Hq), the step's own layout: no copies on either side."""
     mask = band(causal, causal_offset, local_offset)
     key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, q.device, batch, max_seqlen_q, mask,
            softmax_scale, softcap, has_sink, seqused, debug_build(), num_splits,
-           _by_max_seqlen_k(q, mask, softcap, max_seqlen_k, num_splits), rows_covered, pack_group, paged, aliased)
+           _by_max_seqlen_k(q, mask, softcap, max_seqlen_k, num_splits), rows_covered, pack_group, paged, grouped)
     plan = _plans.get(key)
     if plan is None:
         plan = _VarlenPlan(q, k, v, batch, max_seqlen_q, max_seqlen_k, softmax_scale, mask, softcap, has_sink,
-                           num_splits, rows_covered, pack_group, paged, aliased)
+                           num_splits, rows_covered, pack_group, paged, grouped)
         if len(_plans) >= PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan

@@ -88,6 +88,32 @@ def bshd_geometry(shape, stride, element_size: int, box_rows: int, box_col_block
     return dims, strides, box
 
 
+def grouped_geometry(groups: int, group_rows: int, heads: int, head_dim: int, strides, element_size: int,
+                     box_groups: int, kernel_dim: int):
+    """(dims, strides_bytes, box) of the tensor map of rows that come in groups (the split kernel's q,
+    cuda_src/attention/tile_io.cuh load_groups): row r of head h, column c at element
+    (r // group_rows) * strides[0] + (r % group_rows) * strides[1] + h * strides[2] + c, for boxes of
+    ``box_groups`` whole groups and one 64-column block. A decode step's queries (B, Sq, Hq, D) in
+    place: groups = B * Sq positions, group_rows = the query heads sharing a K/V head, heads = the
+    K/V heads; plain rows (total, H, D): group_rows = 1. Dims (64 columns, member, group, head, D/64
+    column blocks), or for a padded head dim (D columns, member, group, head)."""
+    D = head_dim
+    if D % 8 or kernel_dim % COLS or not 0 < D <= kernel_dim:
+        raise ValueError(f"head dim {D}: expected a multiple of 8 up to a kernel head dim that is a multiple of "
+                         f"{COLS}, got kernel head dim {kernel_dim}")
+    group_stride, member_stride, head_stride = strides
+    nominal = kernel_dim * element_size
+
+    def nbytes(n: int, s: int) -> int:
+        return nominal if n == 1 else s * element_size
+
+    inner = (nbytes(group_rows, member_stride), nbytes(groups, group_stride), nbytes(heads, head_stride))
+    if kernel_dim != D:
+        return (D, group_rows, groups, heads), inner, (COLS, group_rows, box_groups, 1)
+    dims = (COLS, group_rows, groups, heads, D // COLS)
+    return dims, inner + (COLS * element_size,), (COLS, group_rows, box_groups, 1, 1)
+
+
 def bshd_map(t, box_rows: int, box_col_blocks: int | None = None) -> bytes:
     """Tensor map of a (B, S, H, D) tensor (see bshd_geometry)."""
     dims, strides, box = bshd_geometry(t.shape, t.stride(), t.element_size(), box_rows, box_col_blocks)
