@@ -144,7 +144,7 @@ FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
     ("page_size", "i32"), ("pages_per_seq", "i32"), ("page_rows", "i32"),
     ("num_m_blocks", "i32"), ("num_tiles", "i32"), ("num_splits", "i32"), ("pack_group", "i32"),
-    ("row_group", "i32"), ("q_tile_bytes", "i32"),
+    ("lpt_heads", "i32"), ("row_group", "i32"), ("q_tile_bytes", "i32"),
     ("causal_offset", "i32"), ("local_offset", "i32"),
     ("scale_log2", "f32"), ("softcap_scale", "f32"),
 ))

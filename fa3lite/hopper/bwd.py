@@ -47,7 +47,7 @@ from ..runtime.driver import on_device
 from ..runtime.params import ParamStruct
 from ..variants import HEAD_DIM_PAIRS, kernel_head_dim, value_head_dim
 from .common import (DTYPE_NAMES, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, band, debug_build, device_index,
-                     l2_bytes, score_scales, sm_count)
+                     lpt_group, score_scales, sm_count)
 
 HEAD_DIMS = (64, 96, 128, 192, 256)   # 96 and 192 run the 128 and 256 kernels padded (variants.kernel_head_dim)
 DTYPES = ("bf16", "fp16")
@@ -291,9 +291,7 @@ def lpt_heads(q: torch.Tensor, v: torch.Tensor, heads: int) -> int:
     and f32 dQ rows take at most half of L2, so the group's key-block CTAs, which all read them, mostly
     hit in L2 while every head's longest block goes first."""
     seqlen, d, dv = q.shape[1], q.shape[3], v.shape[3]
-    per_head = seqlen * (d * q.element_size() + dv * q.element_size() + d * 4)
-    fit = max(1, l2_bytes(q.device) // 2 // max(per_head, 1))
-    return min(1 << (fit.bit_length() - 1), heads)
+    return lpt_group(seqlen * (d * q.element_size() + dv * q.element_size() + d * 4), heads, q.device)
 
 
 def _ptr(t) -> int:

@@ -60,6 +60,14 @@ def l2_bytes(device) -> int:
     return int(getattr(props, "L2_cache_size", 0) or L2_FALLBACK_BYTES)
 
 
+def lpt_group(bytes_per_head: int, heads: int, device) -> int:
+    """Heads per group of a longest-first launch order (the forward's and the backward's schedulers):
+    the largest power of two whose rows that every CTA of a head reads take at most half of L2, so
+    that the group's CTAs, which run side by side, mostly hit in L2; at most ``heads``."""
+    fit = max(1, l2_bytes(device) // 2 // max(bytes_per_head, 1))
+    return min(1 << (fit.bit_length() - 1), heads)
+
+
 @functools.cache
 def sm_count(device_index: int) -> int:
     """The streaming multiprocessors of a CUDA device: persistent grids and the turn order size to it."""

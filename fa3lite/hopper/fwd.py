@@ -20,7 +20,7 @@ from ..runtime import cdriver, launch, tma
 from ..runtime.driver import on_device
 from ..variants import FWD_PARAMS, FwdTile, FwdVariant, fwd_tile
 from .common import (DTYPE_NAMES, MAX_GRID_X, OFFSET_LIMIT, PLAN_LIMIT, band, debug_build, device_index,
-                     score_scales, sm_count)
+                     lpt_group, score_scales, sm_count)
 
 
 def fwd_variant(q, causal: bool, seqlen_k: int, softcap: bool = False, head_dim_v: int | None = None,
@@ -84,6 +84,9 @@ class _FwdPlan:
             q=blank, k=blank, v=blank, o=blank, lse=0, tile_sched=0,
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
             num_m_blocks=num_m_blocks, num_tiles=tiles, causal_offset=causal_offset, local_offset=local_offset,
+            # banded: longest tiles first within groups of heads whose K and V fit in L2 (scheduler.cuh;
+            # a K/V head's rows serve its Hq / Hk query heads, which are adjacent)
+            lpt_heads=lpt_group(Sk * (D + Dv) * q.element_size() // (Hq // Hk), B * Hq, self.dev) if banded else 0,
             **score_scales(softmax_scale, softcap), sink=0,
             # kVarlen only (fa3lite/hopper/varlen.py)
             cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, o_base=0,

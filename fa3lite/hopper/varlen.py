@@ -131,7 +131,7 @@ class _VarlenPlan:
             num_m_blocks=m_blocks,
             page_table=0, page_size=paged[0] if paged else 0, pages_per_seq=paged[1] if paged else 0,
             page_rows=page_rows(paged[0], D) if paged else 0,
-            num_tiles=tiles, num_splits=self.splits, pack_group=pack_group, row_group=row_group,
+            num_tiles=tiles, num_splits=self.splits, pack_group=pack_group, lpt_heads=0, row_group=row_group,
             q_tile_bytes=row_group * box_groups * variant.kernel_dim * es, causal_offset=causal_offset,
             local_offset=local_offset,
             **score_scales(softmax_scale, softcap),
