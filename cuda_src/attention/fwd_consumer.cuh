@@ -214,6 +214,7 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& 
   } else {   // one tile per CTA: no loop state to keep live (it costs registers at the widest tiles)
     consume_tile(p, sm, tile_of(p, blockIdx.x), wg, tid, pos, q_round, blockIdx.x);
   }
+  wait_o_read(tid);
 }
 
 }}  // namespace fa3lite::attn

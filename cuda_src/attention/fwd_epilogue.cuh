@@ -3,9 +3,12 @@
 // warpgroup no longer reads) in the same [D/64][rows][64] swizzled layout TMA uses, then one thread
 // stores each 64-column block with a TMA store; rows past seqlen_q are clipped by the TMA unit, so a
 // partial tile never writes out of bounds. Buffer hand-offs, per warpgroup:
-//   - the thread that stored the previous tile's O waited until the TMA engine had read it; the
-//     warpgroup barrier at the start keeps every other thread from overwriting the rows before that;
-//   - O staged in sQ (no sO): once read, that thread frees sQ for the producer's next Q (q_empty).
+//   - with its own sO, the thread that stores waits for the TMA engine to have read the previous
+//     tile's O only when it comes to write the next one (and before the CTA exits: wait_o_read), so
+//     the warpgroup goes on to its next tile's GEMMs while the store runs; the warpgroup barrier at
+//     the start keeps every other thread from overwriting the rows before that wait;
+//   - O staged in sQ (no sO): the thread waits at once and then frees sQ for the producer's next Q
+//     (q_empty).
 // kVarlen: the packed O has no map cut at the sequence's end, so the warpgroup copies its staged rows
 // out itself, skipping rows past the end (copy_out_rows); LSE is (Hq, total_q) there. A tile that
 // sees no key writes its zeros without staging: with O in sQ, the producer of a persistent CTA may
@@ -139,6 +142,7 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
     }
   }
   const u32 wg_bar = static_cast<u32>(NamedBarrier::kEpilogueWg0) + wg;
+  if (kSeparateO && !kVarlen && tid == 0) tma::wait_group_read<0>();   // the previous tile's O has left sO
   named_barrier::sync(wg_bar, kWarpgroupThreads);
   const int wg_row = wg * 64;                       // first tile row of this warpgroup
   const int rb = frag::row_base(tid);
@@ -194,10 +198,16 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
                                        t.head, t.batch);
       }
       tma::commit_group();
-      tma::wait_group_read<0>();  // smem must stay valid until the engine has read it
+      if constexpr (!kSeparateO) tma::wait_group_read<0>();   // sQ takes the next Q once read
     }
     if (!kSeparateO && has_keys) mbar::arrive(sm.q_empty());
   }
+}
+
+// Before a consumer warpgroup's threads exit: shared memory must stay valid until the TMA engine has
+// read the last O stored from it (the epilogue waits for each store only when it stages the next).
+__device__ __forceinline__ void wait_o_read(int tid) {
+  if (kSeparateO && !kVarlen && tid == 0) tma::wait_group_read<0>();
 }
 
 }}  // namespace fa3lite::attn
