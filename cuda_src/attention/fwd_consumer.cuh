@@ -152,13 +152,21 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
   release(sm.v_empty(prev.stage), tid);   // pos is one past prev: where the next tile starts
 }
 
+// The tile after `idx` (kPersistent: scheduler.cuh; one tile per CTA otherwise).
+__device__ __forceinline__ int next_tile(const FwdParams& p, int idx, int wg) {
+  return kPersistent ? consumer_next_tile(p, idx, wg) : p.num_tiles;
+}
+
 // One tile: 64 query rows of this warpgroup against the tile's visible key blocks, then the epilogue.
-// q_round counts the CTA's tiles with visible keys (the parity of q_full / q_empty).
-// unit: the tile's index, under which a trace build records its events (trace.cuh).
-__device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& sm, const Tile& t, int wg, int tid,
-                                             RingPos<kStages>& pos, u32& q_round, unsigned unit) {
+// Returns the next tile's index, taken before the epilogue so that its load runs under it.
+// q_round counts the CTA's tiles with visible keys (the parity of q_full / q_empty). idx: the tile's
+// index, under which a trace build records its events (trace.cuh).
+__device__ __forceinline__ int consume_tile(const FwdParams& p, const FwdSmem& sm, int idx, int wg, int tid,
+                                            RingPos<kStages>& pos, u32& q_round) {
+  const Tile t = tile_of(p, idx);
+  const unsigned unit = static_cast<unsigned>(idx);
   const Seq sq = seq_of(p, t.batch);
-  if (kVarlen && t.m_block * kBlockM >= sq.seqlen_q) return;   // past the sequence's end: no work
+  if (kVarlen && t.m_block * kBlockM >= sq.seqlen_q) return next_tile(p, idx, wg);   // past the end: no work
   const KeyBlocks kb = key_blocks(p, sq, t);
   const bool tracer = wg == 0 && tid == 0;
   if (tracer) {
@@ -191,6 +199,7 @@ __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& 
     if constexpr (kSeparateO) release(sm.q_empty(), tid);
     ++q_round;
   }
+  const int next = next_tile(p, idx, wg);
   if (tracer) trace::mark(unit, 3);
   float inv[2], lse[2];
   // A learnable sink adds exp(sink) to every row's denominator (log2 units here); with split keys
@@ -200,6 +209,7 @@ __device__ __forceinline__ void consume_tile(const FwdParams& p, const FwdSmem& 
   softmax.finalize(p.scale_log2, sink_log2, inv, lse);
   fwd_epilogue(p, sm, t, sq, wg, tid, o, inv, lse, has_keys);
   if (tracer) trace::mark(unit, 4);
+  return next;
 }
 
 __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& sm, int wg, int tid) {
@@ -207,12 +217,12 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& 
   u32 q_round = 0;
   if constexpr (kPersistent) {
 #pragma unroll 1
-    for (int idx = consumer_first_tile(p); idx < p.num_tiles; idx = consumer_next_tile(p, idx)) {
-      consume_tile(p, sm, tile_of(p, idx), wg, tid, pos, q_round, idx);
+    for (int idx = consumer_first_tile(p, wg); idx < p.num_tiles;) {
+      idx = consume_tile(p, sm, idx, wg, tid, pos, q_round);
     }
     if constexpr (kVarlenTiles) fill_gap_rows(p, wg * kWarpgroupThreads + tid, kConsumerWarpgroups * kWarpgroupThreads);
   } else {   // one tile per CTA: no loop state to keep live (it costs registers at the widest tiles)
-    consume_tile(p, sm, tile_of(p, blockIdx.x), wg, tid, pos, q_round, blockIdx.x);
+    consume_tile(p, sm, static_cast<int>(blockIdx.x), wg, tid, pos, q_round);
   }
   wait_o_read(tid);
 }

@@ -9,11 +9,14 @@
 // tiles after the first are claimed from an atomic counter instead (greedy: a CTA takes the next
 // tile when it is nearly done with its current one). The producer warp claims the next index once it
 // has issued the current tile's loads and hands it to the consumers (FA3's pattern):
-//   producer: [sync kTileEmpty, not the first time] write slot; arrive kTileFull
-//   consumers: sync kTileFull; read slot; arrive kTileEmpty unless the index ends the loop (so no
-//              arrival is left pending at exit)
+//   producer: [sync kTileEmpty, not the first time] write slot; arrive kTileFullWg0 + w for each w
+//   consumer warpgroup w: sync kTileFullWg0 + w; read slot; arrive kTileEmpty unless the index ends
+//              the loop (so no arrival is left pending at exit)
 // Barrier arrivals order each thread's prior accesses before the barrier completes, so the slot is
-// written before it is read and read before it is rewritten. The slot is one word per CTA in global
+// written before it is read and read before it is rewritten. Each warpgroup has its own full barrier,
+// so none waits for another to take the tile: a warpgroup takes its next tile right after its
+// mainloop (the slot's load then runs under its epilogue) and pingpong's offset between warpgroups
+// survives the tile boundary (one barrier for all cost a d=128 causal 1k tile ~1 us). The slot is one word per CTA in global
 // memory (p.tile_sched[1 + blockIdx.x]) rather than in shared memory, where racecheck would report
 // the arrive-ordered read/write pair as a hazard. A launch with one CTA per tile (the host's choice
 // when the tiles fit in one wave) has no counter and takes the static path.
@@ -167,8 +170,14 @@ __device__ __forceinline__ void make_seq_maps(const FwdParams& p, const Seq& s, 
   for (int i = 0; i < 3; ++i) tma::fence_map_acquire(slots + i);   // this thread issues the copies
 }
 
-// Producer warp + all consumer threads meet at the hand-off barriers.
-constexpr u32 kTileSyncThreads = kConsumerWarps * 32 + 32;
+// Threads at the hand-off barriers: every consumer thread and the producer warp (kTileEmpty); one
+// consumer warpgroup and the producer warp (kTileFullWg0 + w).
+constexpr u32 kTileEmptyThreads = kConsumerWarps * 32 + 32;
+constexpr u32 kTileFullThreads = kWarpgroupThreads + 32;
+
+__device__ __forceinline__ u32 tile_full_bar(int wg) {
+  return static_cast<u32>(NamedBarrier::kTileFullWg0) + static_cast<u32>(wg);
+}
 
 __device__ __forceinline__ bool dynamic_tiles(const FwdParams& p) {
   return kVarlenTiles || (kDynamicTiles && static_cast<int>(gridDim.x) < p.num_tiles);
@@ -232,9 +241,10 @@ __device__ __forceinline__ int varlen_tile(const FwdParams& p, SeqCursor& c, int
 // Producer warp (every lane; `leader` writes): hand `next` to the consumers. `handoffs` counts the
 // hand-offs so far; each after the first waits until the consumers have read the previous one.
 __device__ __forceinline__ int producer_handoff(const FwdParams& p, int next, int& handoffs, bool leader) {
-  if (handoffs > 0) named_barrier::sync(static_cast<u32>(NamedBarrier::kTileEmpty), kTileSyncThreads);
+  if (handoffs > 0) named_barrier::sync(static_cast<u32>(NamedBarrier::kTileEmpty), kTileEmptyThreads);
   if (leader) gmem::st_relaxed_cta(p.tile_sched + 1 + blockIdx.x, next);
-  named_barrier::arrive(static_cast<u32>(NamedBarrier::kTileFull), kTileSyncThreads);
+#pragma unroll
+  for (int w = 0; w < kConsumerWarpgroups; ++w) named_barrier::arrive(tile_full_bar(w), kTileFullThreads);
   ++handoffs;
   return next;
 }
@@ -258,21 +268,21 @@ __device__ __forceinline__ int producer_next_tile(const FwdParams& p, int idx, S
   return producer_handoff(p, kVarlenTiles ? varlen_tile(p, c, claim) : claim, handoffs, leader);
 }
 
-// Consumer thread: the tile the producer handed over.
-__device__ __forceinline__ int consumer_take_tile(const FwdParams& p) {
-  named_barrier::sync(static_cast<u32>(NamedBarrier::kTileFull), kTileSyncThreads);
+// Consumer thread of warpgroup `wg`: the tile the producer handed over.
+__device__ __forceinline__ int consumer_take_tile(const FwdParams& p, int wg) {
+  named_barrier::sync(tile_full_bar(wg), kTileFullThreads);
   const int next = gmem::ld_relaxed_cta(p.tile_sched + 1 + blockIdx.x);
-  if (next < p.num_tiles) named_barrier::arrive(static_cast<u32>(NamedBarrier::kTileEmpty), kTileSyncThreads);
+  if (next < p.num_tiles) named_barrier::arrive(static_cast<u32>(NamedBarrier::kTileEmpty), kTileEmptyThreads);
   return next;
 }
 
-__device__ __forceinline__ int consumer_first_tile(const FwdParams& p) {
-  return kVarlenTiles ? consumer_take_tile(p) : static_cast<int>(blockIdx.x);
+__device__ __forceinline__ int consumer_first_tile(const FwdParams& p, int wg) {
+  return kVarlenTiles ? consumer_take_tile(p, wg) : static_cast<int>(blockIdx.x);
 }
 
-// Consumer thread: the tile after `idx`.
-__device__ __forceinline__ int consumer_next_tile(const FwdParams& p, int idx) {
-  return dynamic_tiles(p) ? consumer_take_tile(p) : idx + static_cast<int>(gridDim.x);
+// Consumer thread of warpgroup `wg`: the tile after `idx`.
+__device__ __forceinline__ int consumer_next_tile(const FwdParams& p, int idx, int wg) {
+  return dynamic_tiles(p) ? consumer_take_tile(p, wg) : idx + static_cast<int>(gridDim.x);
 }
 
 }}  // namespace fa3lite::attn
