@@ -217,18 +217,25 @@ class FwdVariant:
     @property
     def separate_o(self) -> bool:
         """Whether O gets its own staging buffer (fwd_smem.cuh): where shared memory has room."""
-        return self._smem(True) <= SMEM_LIMIT
+        return self._smem(True, 1) <= SMEM_LIMIT
+
+    @property
+    def q_stages(self) -> int:
+        """Q buffers (config.cuh kQStages): two for a persistent fixed-length kernel with its own O
+        buffer where shared memory has room for both, else one."""
+        two = self.tile.persistent and not self.varlen and self.separate_o and self._smem(True, 2) <= SMEM_LIMIT
+        return 2 if two else 1
 
     @property
     def smem_bytes(self) -> int:
-        """Mirror of FwdSmem::kDynamicBytes (the kernel static_asserts the two agree): Q, the K/V
-        ring, O's buffer where it fits, the mbarriers and 1 KB of alignment slack."""
-        return self._smem(self.separate_o)
+        """Mirror of FwdSmem::kDynamicBytes (the kernel static_asserts the two agree): the Q buffers,
+        the K/V ring, O's buffer where it fits, the mbarriers and 1 KB of alignment slack."""
+        return self._smem(self.separate_o, self.q_stages)
 
-    def _smem(self, separate_o: bool) -> int:
-        tiles = 2 * self.kernel_dim * (self.block_m * (2 if separate_o else 1) + 2 * self.stages * self.block_n)
-        barriers = 8 * (2 + 4 * self.stages)
-        return tiles + barriers + 1024
+    def _smem(self, separate_o: bool, q_stages: int) -> int:
+        rows = self.block_m * (q_stages + (1 if separate_o else 0)) + 2 * self.stages * self.block_n
+        barriers = 8 * (2 * q_stages + 4 * self.stages)
+        return 2 * self.kernel_dim * rows + barriers + 1024
 
     def spec(self) -> KernelSpec:
         return KernelSpec(
@@ -251,6 +258,7 @@ class FwdVariant:
                 ("FA3LITE_OVERLAP", "1" if self.overlap else "0"),
                 ("FA3LITE_PINGPONG", "1" if self.tile.pingpong else "0"),
                 ("FA3LITE_SEPARATE_O", "1" if self.separate_o else "0"),
+                ("FA3LITE_Q_STAGES", str(self.q_stages)),
                 ("FA3LITE_PERSISTENT", "1" if self.tile.persistent else "0"),
                 ("FA3LITE_SMEM_BYTES", str(self.smem_bytes)),
             ) + FWD_PARAMS.layout_defines(),

@@ -11,6 +11,7 @@ for D in (64, 128, 256):
             q = torch.randn(1, Sq, Hq, D, device="cuda", dtype=torch.bfloat16)
             k = torch.randn(1, Sk, 1, D, device="cuda", dtype=torch.bfloat16)
             v = torch.randn(1, Sk, 1, D, device="cuda", dtype=torch.bfloat16)
+            print(f"case D={D} causal={causal} Sq={Sq} Sk={Sk} Hq={Hq}", flush=True)   # errors follow their case
             out, lse = hopper.forward(q, k, v, D ** -0.5, causal, Sk - Sq)
             torch.cuda.synchronize()
 print("sanitize grid done")

@@ -22,6 +22,10 @@ constexpr bool kPingpong = FA3LITE_PINGPONG != 0; // consumer warpgroups take tu
 // O is staged for its TMA store in a buffer of its own (where shared memory has room), so the next
 // tile's Q can load while this tile's epilogue runs; otherwise O reuses the Q tile (fwd_smem.cuh).
 constexpr bool kSeparateO = FA3LITE_SEPARATE_O != 0;
+// Q buffers: a persistent CTA with its own O buffer (fixed lengths, where shared memory has room)
+// keeps two, so the producer loads the next tile's Q while the consumers still read this one's
+// (fwd_producer.cuh); otherwise one, loaded once the previous tile's last Q K^T is done.
+constexpr int kQStages = FA3LITE_Q_STAGES;
 // A CTA may stride over several tiles (scheduler.cuh); without it the host launches one CTA per tile.
 constexpr bool kPersistent = FA3LITE_PERSISTENT != 0;
 // Causal tiles differ in length, so a persistent CTA claims its next tile when it needs one (an atomic
@@ -70,6 +74,9 @@ constexpr int kRowBytes = kSwizzleCols * kElemBytes;    // 128
 constexpr int kQTileBytes = kBlockM * kHeadDim * kElemBytes;
 constexpr int kKVTileBytes = kBlockN * kHeadDim * kElemBytes;
 static_assert(!kSplit || kConsumerWarpgroups == 1, "split-KV: the one consumer warpgroup clears V's tail");
+static_assert(kQStages == 1 || (kQStages == 2 && kSeparateO && kPersistent && !kVarlen),
+              "two Q buffers: persistent fixed-length kernels with their own O buffer (a varlen CTA's two map "
+              "sets rely on each Q load waiting for the tile before last: scheduler.cuh)");
 
 static_assert(kHeadDim % kSwizzleCols == 0, "head dim must be a multiple of 64");
 static_assert(kBlockM == 64 * kConsumerWarpgroups && kConsumerWarpgroups <= 3, "one to three consumer warpgroups");

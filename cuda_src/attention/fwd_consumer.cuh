@@ -38,17 +38,24 @@ __device__ __forceinline__ void rescale_o(float (&o)[kHeadDim / 2], const float 
   if (warp::any(needed)) scale_rows(o, corr);
 }
 
-// The same after waiting for the P.V GEMM in flight (it accumulates into O). The wait sits in both
-// arms of the vote's branch on purpose: in the softmax's basic block, ptxas hoists the wait
-// (WARPGROUP.DEPBAR) to the block's top, and every exp2 of the block then ran after P.V instead of
-// under it. A branch that depends on the softmax's row max keeps the exp2s above it.
-__device__ __forceinline__ void wait_pv_rescale_o(float (&o)[kHeadDim / 2], const float (&corr)[2], bool needed) {
-  if (warp::any(needed)) {
+// The same after waiting for the P.V GEMM in flight (it accumulates into O). The wait has to come
+// after the softmax's exp2s, which run under that GEMM; in the softmax's basic block ptxas hoists it
+// (WARPGROUP.DEPBAR) to the block's top, and every exp2 then ran after P.V. A branch ends that block
+// after the exp2s and puts the wait in each arm. Its condition, on the row offsets (known before the
+// exp2s, so the branch waits for none of them), is always true -- the hardware never makes a float
+// of all ones (its NaN is 0x7fffffff) -- so every warp takes the same arm: wgmma.wait_group is
+// .aligned, all warps of a warpgroup must run the same instance (a per-warp vote as the condition,
+// as before, broke that: synccheck's "mismatching warpgroup instruction pc between warps"; a
+// condition on the row sums waited for the last exp2 and cost 3%).
+__device__ __forceinline__ void wait_pv_rescale_o(float (&o)[kHeadDim / 2], const float (&corr)[2], bool needed,
+                                                  const float (&row_max)[2]) {
+  constexpr u32 kNoFloat = 0xffffffffu;
+  if ((__float_as_uint(row_max[0]) & __float_as_uint(row_max[1])) != kNoFloat) {
     wgmma::wait_group<0>();
-    scale_rows(o, corr);
   } else {
     wgmma::wait_group<0>();
   }
+  rescale_o(o, corr, needed);
 }
 
 // Key block n's scores, waited for at once: S = Q K^T, release K, mask, softmax (S becomes P).
@@ -138,7 +145,7 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
     mask.mod<kBlockN>(s, n, p.softcap_scale);
     float corr[2];
     const bool moved = softmax.update<kBlockN>(s, p.scale_log2, corr);
-    wait_pv_rescale_o(o, corr, moved);      // P.V done: O and pa may be touched again
+    wait_pv_rescale_o(o, corr, moved, softmax.row_max);   // P.V done: O and pa may be touched again
     release(sm.v_empty(prev.stage), tid);
     convert_p(s, pa);
     prev = pos;
@@ -182,21 +189,23 @@ __device__ __forceinline__ int consume_tile(const FwdParams& p, const FwdSmem& s
   const int wg_row0 = t.m_block * kBlockM + wg * 64;
   const Mask mask(sq.seqlen_k, sq.causal_offset, sq.local_offset, wg_row0, wg_row0 + frag::row_base(tid),
                   frag::col_base(tid), p.pack_group);
-  const u32 q_wg = sm.q() + wg * 64 * kRowBytes;
+  const int q_slot = static_cast<int>(q_round % kQStages);   // this tile's Q buffer (if it has keys)
+  const u32 q_wg = sm.q(q_slot) + wg * 64 * kRowBytes;
 
   const bool has_keys = kb.end > kb.begin;
   if (has_keys) {
     const Pingpong pp{wg};
     pp.start();
-    mbar::wait(sm.q_full(), q_round & 1u);
+    mbar::wait(sm.q_full(q_slot), (q_round / kQStages) & 1u);
     if (tracer) trace::mark(unit, 2);
     if constexpr (kOverlap) {
       mainloop_overlapped(p, sm, mask, q_wg, kb, tid, pp, pos, softmax, o);
     } else {
       mainloop_serial(p, sm, mask, q_wg, kb, tid, pp, pos, softmax, o);
     }
-    // Every Q K^T wgmma of this warp has completed: with its own O buffer, sQ may take the next Q.
-    if constexpr (kSeparateO) release(sm.q_empty(), tid);
+    // Every Q K^T wgmma of this warp has completed: with its own O buffer, the Q buffer may take a
+    // later tile's Q.
+    if constexpr (kSeparateO) release(sm.q_empty(q_slot), tid);
     ++q_round;
   }
   const int next = next_tile(p, idx, wg);

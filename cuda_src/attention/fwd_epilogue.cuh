@@ -180,7 +180,7 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
     // so after every thread's reads here; with O in sQ, the producer's next Q waits for them too.
     if constexpr (kPersistent && !kSeparateO) {
       named_barrier::sync(wg_bar, kWarpgroupThreads);
-      if (tid == 0) mbar::arrive(sm.q_empty());
+      if (tid == 0) mbar::arrive(sm.q_empty(0));
     }
     return;
   }
@@ -200,7 +200,7 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
       tma::commit_group();
       if constexpr (!kSeparateO) tma::wait_group_read<0>();   // sQ takes the next Q once read
     }
-    if (!kSeparateO && has_keys) mbar::arrive(sm.q_empty());
+    if (!kSeparateO && has_keys) mbar::arrive(sm.q_empty(0));
   }
 }
 

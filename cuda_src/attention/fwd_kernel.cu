@@ -19,8 +19,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_fwd(const __gr
     // kSplit: the combine (a dependent launch) may be scheduled once every CTA of this grid has
     // started; it waits for this grid's results itself (combine.cu), holding no SM one of these needs.
     if constexpr (kSplit) grid::launch_dependents();
-    mbar::init(sm.q_full(), 1);
-    mbar::init(sm.q_empty(), kQEmptyArrivals);
+    for (int s = 0; s < kQStages; ++s) {
+      mbar::init(sm.q_full(s), 1);
+      mbar::init(sm.q_empty(s), kQEmptyArrivals);
+    }
     for (int s = 0; s < kStages; ++s) {
       mbar::init(sm.k_full(s), 1);
       mbar::init(sm.v_full(s), 1);

@@ -6,9 +6,11 @@
 // Round 0's empty waits pass at once: the buffers start free. K and V have separate barriers so
 // S = Q K^T can start while V is still in flight. Key blocks go from the last to the first, so the
 // masked blocks of the band's upper edge come first (those of a window's lower edge come last).
-// Q, once per tile with visible keys (the j-th such tile of the CTA): after the tile's first K load
-// (so K/V of the next tile already stream in while the consumers finish the current one), wait
-// q_empty for tile j - 1's phase (j > 0), arm q_full, load Q.
+// Q, once per tile with visible keys (the j-th such tile of the CTA), into buffer j % kQStages: wait
+// q_empty for the phase of the tile that used the buffer before (j >= kQStages), arm q_full, load Q.
+// With two buffers before the tile's K/V (the buffer was freed a tile ago, so Q lands while the
+// consumers finish the previous tile), with one after the tile's first K load (so K/V of the next
+// tile already stream in while the consumers finish the current one).
 #pragma once
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/sync.cuh"
@@ -84,6 +86,21 @@ __device__ __forceinline__ void load_paged(u32 dst, const TmaDesc* map, u32 bar,
   }
 }
 
+// Every lane of the producer warp (the leader issues): tile t's Q into its buffer; counts q_round.
+__device__ __forceinline__ void produce_q(const FwdParams& p, const FwdSmem& sm, const TmaDesc* map_q, const Tile& t,
+                                          int row0, int batch, u32& q_round, bool leader) {
+  const int slot = static_cast<int>(q_round % kQStages);
+  const u32 round = q_round / kQStages;
+  if (round > 0) mbar::wait(sm.q_empty(slot), (round - 1) & 1u);
+  if (leader && kSplit) {
+    load_q_groups(p, sm.q(slot), sm.q_full(slot), row0 + t.m_block * kBlockM, t.head);
+  } else if (leader) {
+    mbar::arrive_expect_tx(sm.q_full(slot), kQTileBytes);
+    load_q(sm.q(slot), map_q, sm.q_full(slot), row0 + t.m_block * kBlockM, t.head, batch);
+  }
+  ++q_round;
+}
+
 __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& sm, bool leader) {
   if (leader) {
     tma::prefetch_desc(&p.q);
@@ -113,6 +130,7 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
       trace::mark(static_cast<unsigned>(idx), 6);
     }
     // kb.begin >= kb.end: nothing visible; the consumers write zeros and -inf without any load.
+    if (kQStages == 2 && kb.end > kb.begin) produce_q(p, sm, map_q, t, q_row0, batch, q_round, leader);
     for (int n = kb.end - 1; n >= kb.begin; --n) {
       const PagedChunks chunks = kPaged ? paged_chunks(p, sq.seqlen_k, t.batch, n) : PagedChunks{};
       mbar::wait(sm.k_empty(pos.stage), pos.phase ^ 1u);
@@ -122,16 +140,7 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
         mbar::arrive_expect_tx(sm.k_full(pos.stage), kKVTileBytes);
         load_k(sm.k(pos.stage), map_k, sm.k_full(pos.stage), k_row0 + n * kBlockN, t.head_kv, batch);
       }
-      if (n == kb.end - 1) {
-        if (q_round > 0) mbar::wait(sm.q_empty(), (q_round - 1) & 1u);
-        if (leader && kSplit) {
-          load_q_groups(p, sm.q(), sm.q_full(), q_row0 + t.m_block * kBlockM, t.head);
-        } else if (leader) {
-          mbar::arrive_expect_tx(sm.q_full(), kQTileBytes);
-          load_q(sm.q(), map_q, sm.q_full(), q_row0 + t.m_block * kBlockM, t.head, batch);
-        }
-        ++q_round;
-      }
+      if (kQStages == 1 && n == kb.end - 1) produce_q(p, sm, map_q, t, q_row0, batch, q_round, leader);
       mbar::wait(sm.v_empty(pos.stage), pos.phase ^ 1u);
       if constexpr (kPaged) {
         load_paged<kPaddedV>(sm.v(pos.stage), map_v, sm.v_full(pos.stage), p, chunks, t.head_kv, leader);

@@ -123,14 +123,16 @@ class _FwdPlan:
         """(out, lse) of tensors with the plan's signature; ``sink`` when the plan was made for one."""
         out = self._out(q)
         lse = q.new_empty(self.lse_shape, dtype=torch.float32)
-        sched = 0
-        if self.sched_words:
-            sched = torch.zeros((self.sched_words,), dtype=torch.int32, device=self.device).data_ptr()
+        # the tile counter and hand-off slots: held until the launch is queued (freed earlier, the
+        # memory could be handed out again -- at once without torch's caching allocator -- while
+        # the kernel still uses it)
+        sched = torch.zeros((self.sched_words,), dtype=torch.int32, device=self.device) if self.sched_words else None
         mq, mk, mv, mo = self.makers
         stream = cdriver.stream(launch.stream_handle(self.dev))
         with on_device(self.dev):
             self.prepared.launch(stream, mq(q.data_ptr()), mk(k.data_ptr()), mv(v.data_ptr()), mo(out.data_ptr()),
-                               lse.data_ptr(), sched, 0 if sink is None else sink.data_ptr())
+                               lse.data_ptr(), 0 if sched is None else sched.data_ptr(),
+                               0 if sink is None else sink.data_ptr())
         return out, lse
 
 
