@@ -466,10 +466,10 @@ def varlen_kernels_on_cpu(monkeypatch):
             rows = q.as_strided((b * sq, g, hk, d), (*grouped.strides[:2], grouped.strides[2], 1))
             out, lse = forward_varlen(rows.reshape(b * sq * g, hk, d), k, v, cu_q, cu_k, max_q, scale, causal,
                                       causal_offset, local_offset, softcap, sink, None, seqused_k, 0, -1, g)
-            full = torch.full((b, sq, hq, out.shape[2]), float("nan"), dtype=out.dtype)
+            dv = out.shape[2]
+            full = torch.full((b, sq, hq, dv), float("nan"), dtype=out.dtype)
             full_lse = torch.full((b, sq, hq), float("nan"))
-            full.as_strided((b * sq, g, hk, out.shape[2]), (hq * out.shape[2], out.shape[2], g * out.shape[2], 1))[:] = \
-                out.view(b * sq, g, hk, out.shape[2])
+            full.as_strided((b * sq, g, hk, dv), (hq * dv, dv, g * dv, 1))[:] = out.view(b * sq, g, hk, dv)
             full_lse.as_strided((b * sq, g, hk), (hq, 1, g))[:] = lse.view(hk, b * sq, g).permute(1, 2, 0)
             return full, full_lse
         return plan
@@ -575,8 +575,9 @@ def test_kvcache_decode_rows_read_in_place_where_the_layout_allows(varlen_kernel
     """A decode step with packed GQA plans its rows read in place -- q through one strided map, out and
     lse written in the step's layout -- where q's last dim is contiguous, its positions one stride
     apart and its strides multiples of 16 bytes (rows wider than D, rotary's fresh q, a (B, H, 1, D)
-    tensor seen as (B, 1, H, D): not with more positions), and the 64-row tile holds whole groups (group 3 divides no 64 but
-    3 x 3 and 2 x 5 rows fit one tile; 4 x 33 rows of a group of 33 neither: a copy). Not where the
+    tensor seen as (B, 1, H, D): not with more positions), and the 64-row tile holds whole groups
+    (group 3 divides no 64 but 3 x 3 and 2 x 5 rows fit one tile; 4 x 33 rows of a group of 33
+    neither: a copy). Not where the
     batch and position strides disagree, a stride is not a multiple of 16 bytes, or heads are not
     packed. First call and repeats equal the torch path, lse too."""
     seen = varlen_kernels_on_cpu

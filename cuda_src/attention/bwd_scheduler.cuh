@@ -27,6 +27,7 @@
 #pragma once
 #include "bwd_config.cuh"
 #include "bwd_params.cuh"
+#include "launch_order.cuh"
 #include "../ptx/tma.cuh"
 #include "tile_io.cuh"
 
@@ -88,12 +89,9 @@ __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
   BwdTile t;
   unsigned slot, head_batch;
   if (p.lpt_heads > 0) {
-    const unsigned heads = gridDim.x / blocks;
-    const unsigned group_first = idx / (p.lpt_heads * blocks) * p.lpt_heads;   // the group's first head
-    const unsigned group_size = min(static_cast<unsigned>(p.lpt_heads), heads - group_first);
-    const unsigned r = idx - group_first * blocks;
-    slot = r / group_size;
-    head_batch = group_first + r % group_size;
+    const LaunchSlot s = longest_first(idx, blocks, gridDim.x / blocks, static_cast<unsigned>(p.lpt_heads));
+    slot = s.tile;
+    head_batch = s.pair;
   } else {
     slot = idx % blocks;
     head_batch = idx / blocks;

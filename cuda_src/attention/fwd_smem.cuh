@@ -37,7 +37,9 @@ struct FwdSmem {
   __device__ __forceinline__ u32 k_full(int s) const { return base + kBarriers + 8 * (2 * kQStages + s); }
   __device__ __forceinline__ u32 k_empty(int s) const { return base + kBarriers + 8 * (2 * kQStages + kStages + s); }
   __device__ __forceinline__ u32 v_full(int s) const { return base + kBarriers + 8 * (2 * kQStages + 2 * kStages + s); }
-  __device__ __forceinline__ u32 v_empty(int s) const { return base + kBarriers + 8 * (2 * kQStages + 3 * kStages + s); }
+  __device__ __forceinline__ u32 v_empty(int s) const {
+    return base + kBarriers + 8 * (2 * kQStages + 3 * kStages + s);
+  }
 };
 
 // Arrivals that free a Q buffer for a later tile's load: with sO, one per consumer warp once its last

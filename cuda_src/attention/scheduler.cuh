@@ -16,10 +16,10 @@
 // written before it is read and read before it is rewritten. Each warpgroup has its own full barrier,
 // so none waits for another to take the tile: a warpgroup takes its next tile right after its
 // mainloop (the slot's load then runs under its epilogue) and pingpong's offset between warpgroups
-// survives the tile boundary (one barrier for all cost a d=128 causal 1k tile ~1 us). The slot is one word per CTA in global
-// memory (p.tile_sched[1 + blockIdx.x]) rather than in shared memory, where racecheck would report
-// the arrive-ordered read/write pair as a hazard. A launch with one CTA per tile (the host's choice
-// when the tiles fit in one wave) has no counter and takes the static path.
+// survives the tile boundary (one barrier for all cost a d=128 causal 1k tile ~1 us). The slot is
+// one word per CTA in global memory (p.tile_sched[1 + blockIdx.x]) rather than in shared memory,
+// where racecheck would report the arrive-ordered read/write pair as a hazard. A launch with one CTA
+// per tile (the host's choice when the tiles fit in one wave) has no counter and takes the static path.
 // kVarlenTiles: the host's tile count pads every sequence to max_seqlen_q (it never reads the
 // lengths), so a third of a typical batch's tiles would be empty. The claims there count only the
 // tiles of real rows, sequence after sequence (varlen_tile), and every tile -- the first too -- goes
@@ -29,6 +29,7 @@
 #include "../ptx/sync.cuh"
 #include "../ptx/tma.cuh"
 #include "config.cuh"
+#include "launch_order.cuh"
 #include "mask.cuh"
 #include "named_barriers.cuh"
 #include "params.cuh"
@@ -44,23 +45,17 @@ struct Tile {
   int split;     // kSplit: which share of the keys (0 otherwise)
 };
 
-// Causal tiles with p.lpt_heads (fixed lengths): launched head by head, each head's longest tile
-// first, the last tiles claimed would include the last head's longest, which then runs on alone while
-// the other SMs idle (a traced d=64 causal 16k run: SMs idle 73 us on average after their last tile,
-// 3.6% of the kernel). So the (head, batch) pairs go in groups of lpt_heads (their K/V fit in L2
-// together; the host sizes the group), and within a group every pair's longest tile goes first, then
-// every pair's second: the last tiles of the grid are the shortest.
+// Causal tiles with p.lpt_heads (fixed lengths) go longest first within groups of heads whose K/V fit
+// in L2 (launch_order.cuh): numbered head by head, the last head's longest tile was claimed last and
+// ran on alone (a traced d=64 causal 16k run: SMs idle 73 us on average after their last tile, 3.6%).
 __device__ __forceinline__ Tile tile_of(const FwdParams& p, int tile_idx) {
   const unsigned idx = static_cast<unsigned>(tile_idx);
   const unsigned blocks = p.num_m_blocks;
   unsigned m_rev, rest;
   if (!kVarlen && kIsCausal && p.lpt_heads > 0) {
-    const unsigned pairs = p.num_tiles / blocks;
-    const unsigned group_first = idx / (p.lpt_heads * blocks) * p.lpt_heads;   // the group's first pair
-    const unsigned group_size = min(static_cast<unsigned>(p.lpt_heads), pairs - group_first);
-    const unsigned r = idx - group_first * blocks;
-    m_rev = r / group_size;
-    rest = group_first + r % group_size;
+    const LaunchSlot s = longest_first(idx, blocks, p.num_tiles / blocks, static_cast<unsigned>(p.lpt_heads));
+    m_rev = s.tile;
+    rest = s.pair;
   } else {
     m_rev = idx % blocks;
     rest = idx / blocks;
