@@ -35,10 +35,9 @@ import torch
 from . import callkey, checks, ops, rotary
 from .errors import KernelUnavailable
 from .api import window_mask
-from .variants import SPLIT_BLOCK_M, GroupedRows, split_box_groups
 
 _INDEX_DTYPES = (torch.int32, torch.int64)
-DECODE_ROWS = SPLIT_BLOCK_M    # query rows of the split kernel's tile (variants.split_tile)
+DECODE_ROWS = 64    # query rows of the split kernel's tile (variants.SPLIT_BLOCK_M, not imported: see step_rows)
 _PAGE_TABLE_ARG = 10   # page_table's position among the call's tensors (flash_attn_with_kvcache's order)
 
 
@@ -144,12 +143,15 @@ def _kernel_plan(layout: "_Layout", qrows, k, v, aliased: bool, page_table=None)
                                    layout.pack_group, paged, step_rows(qrows, layout.group) if aliased else None)
 
 
-def step_rows(q: torch.Tensor, group: int) -> GroupedRows | None:
+def step_rows(q: torch.Tensor, group: int) -> "GroupedRows | None":
     """How the split kernel reads a step's queries q (B, Sq, Hq, D) in place as packed-GQA rows (position,
     query head of a group) -- one strided map over q, no copy (variants.GroupedRows) -- or None where it
     cannot: positions not one stride apart (a (B, Sq) pair strided unevenly), the last dim not
     contiguous, an address or used stride not a multiple of 16 bytes (TMA's rule), or groups a tile
-    holds neither whole nor all at once (variants.split_box_groups)."""
+    holds neither whole nor all at once (variants.split_box_groups). Run when a call signature's layout
+    is decided, not per step."""
+    from .variants import GroupedRows, split_box_groups   # here: importing fa3lite loads no kernel code
+
     b, sq, hq, d = q.shape
     box = split_box_groups(sq, group)
     if not box or q.stride(3) != 1 or q.data_ptr() % 16:

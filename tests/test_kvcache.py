@@ -261,6 +261,9 @@ def test_split_rule():
     kvcache path reach the split kernel only for decode-sized tiles (or when asked for)."""
     from fa3lite.hopper import splits
     from fa3lite.kvcache import DECODE_ROWS, _kernel_splits
+    from fa3lite.variants import SPLIT_BLOCK_M
+
+    assert DECODE_ROWS == SPLIT_BLOCK_M
 
     sms = 132
     assert splits.num_splits(8, 1024, sms) == 16              # B=1, 8 K/V heads, long cache: 128 CTAs
