@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from fa3lite.hopper import bwd as hopper_bwd
+from fa3lite.hopper import common as hopper_common
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
 from fa3lite.runtime.inspect import (instructions, kernel_info, mask_select_runs, opcode_counts, overlap_window,
                                      sass_text, spec_info)
@@ -212,11 +213,25 @@ def test_unsupported_head_dim_is_a_clear_error():
 def test_lpt_heads_fit_half_of_l2(monkeypatch, seqlen, head_dim, heads, expected):
     """The causal launch order's head groups (bwd_scheduler.cuh): a power of two, their Q, dO and f32
     dQ rows within half of L2, at most the number of heads."""
-    monkeypatch.setattr(hopper_bwd, "l2_bytes", lambda device: 50 * 2**20)
+    monkeypatch.setattr(hopper_common, "l2_bytes", lambda device: 50 * 2**20)
     q = torch.empty(1, seqlen, 1, head_dim, dtype=torch.bfloat16, device="meta")
     got = hopper_bwd.lpt_heads(q, q, heads)
     assert got == expected
     assert got & (got - 1) == 0
+
+
+@pytest.mark.parametrize("bytes_per_head, heads, expected", [
+    (4 * 2**20, 32, 4),       # the forward's d=64 16k: K and V, 4 MB a head
+    (8 * 2**20, 16, 2),       # d=128 16k
+    (256 * 2**10, 512, 64),   # d=64 1k: 100 fit, the power of two below
+    (30 * 2**20, 8, 1),       # more than half of L2 a head: one at a time
+    (1, 3, 3),                # never more than there are heads
+])
+def test_lpt_group_is_a_power_of_two_within_half_of_l2(monkeypatch, bytes_per_head, heads, expected):
+    """hopper.common.lpt_group, the group size of both schedulers' longest-first order
+    (launch_order.cuh): the largest power of two whose rows fit half of L2, or all `heads` if fewer."""
+    monkeypatch.setattr(hopper_common, "l2_bytes", lambda device: 50 * 2**20)
+    assert hopper_common.lpt_group(bytes_per_head, heads, "meta") == expected
 
 
 @pytest.mark.parametrize("deterministic,rotatable,n_blocks,expected", [

@@ -63,7 +63,7 @@ def l2_bytes(device) -> int:
 def lpt_group(bytes_per_head: int, heads: int, device) -> int:
     """Heads per group of a longest-first launch order (the forward's and the backward's schedulers):
     the largest power of two whose rows that every CTA of a head reads take at most half of L2, so
-    that the group's CTAs, which run side by side, mostly hit in L2; at most ``heads``."""
+    that the group's CTAs, which run side by side, mostly hit in L2; all ``heads`` if fewer."""
     fit = max(1, l2_bytes(device) // 2 // max(bytes_per_head, 1))
     return min(1 << (fit.bit_length() - 1), heads)
 
