@@ -69,11 +69,12 @@ def test_bwd_variant_resources_and_sass(variant):
     elif not variant.dkv_f32 and not variant.varlen:
         # 16-bit dK/dV leave through the staged tiles in whole-row 16-byte stores (bwd_epilogue.cuh)
         assert {op for op in sass if op.startswith("STG.")} == {"STG.E.128"}, sorted(sass)
-    # GPU-scope fences: the one release that passes a deterministic dQ turn on (the dQ writer's, or
-    # wide the turn keeper's: no consumer thread fences its reductions) and, varlen, the one that
-    # publishes the sequence's tensor maps
+    # GPU-scope fences: the release that passes a deterministic dQ turn on (each dQ writer's, one
+    # copy per buffer, or wide the turn keeper's: no consumer thread fences its reductions) and,
+    # varlen, the one that publishes the sequence's tensor maps
     assert "MEMBAR.SC.GPU" not in sass
-    assert sass.get("MEMBAR.ALL.GPU", 0) == int(need_dq) + int(variant.varlen)
+    releases = (1 if wide else variant.dq_buffers) if need_dq else 0
+    assert sass.get("MEMBAR.ALL.GPU", 0) == releases + int(variant.varlen)
     # S^T and dP^T (D/16 k-steps each), dV and dK (kBlockM/16 each), dQ (the keys one warpgroup sums)
     d, m, n = variant.kernel_dim, variant.block_m, variant.block_n
     dq_steps = n // 16 if d >= 128 or m == 128 else n // 32   # all keys, or a partial over its own

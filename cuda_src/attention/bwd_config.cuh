@@ -106,34 +106,37 @@ static_assert(kDqN % kSwizzleCols == 0, "dQ column tiles start on swizzle-atom b
 static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * kConsumerThreads <= 65536, "register file");
 
 // kDsFull is used whenever dS^T goes through smem (kDsViaSmem), every other barrier only with kNeedDq.
+// Narrow: each consumer warpgroup hands its own part of a dQ tile to the writer warp of the tile's
+// buffer through a pair of barriers of its own (warpgroup + writer warp), so neither warpgroup
+// waits for the other's store or for the other half's bulk reduce. Wide: the turn barriers reuse
+// those ids (a wide variant puts no dQ tile in shared memory).
 enum class NamedBarrier : unsigned {
   kDsFull = 1,     // both consumer warpgroups wrote their dS^T (and P^T) parts
-  kDqFull = 2,     // consumers wrote the dQ tile of buffer 0 to smem; its writer warp may reduce it
-  kDqEmpty = 3,    // the writer's bulk reduce has read buffer 0; consumers may overwrite it
-  kDsWg0 = 4,      // one warpgroup wrote its dS^T rows (row-split dQ: each reads only its own rows)
-  kDsWg1 = 5,
-  kDqTurnWg0 = 6,  // wide, deterministic: the turn keeper saw this warpgroup's turn to add come
-  kDqTurnWg1 = 7,
-  kDqFull1 = 8,    // kDqFull / kDqEmpty of dQ buffer 1
-  kDqEmpty1 = 9,
-  kDqAddedWg0 = 10,  // wide, deterministic: every thread of this warpgroup issued its dQ additions
-  kDqAddedWg1 = 11,
-  kEpilogue = 12,    // both consumer warpgroups are past their last wgmma / staged their dK, dV
+  kDsWg0 = 2,      // one warpgroup wrote its dS^T rows (partial dQ: each reads only its own rows)
+  kDsWg1 = 3,
+  kDqFull = 4,     // 4 + 2 buf + wg: warpgroup wg stored its part of buffer buf; the writer may reduce it
+  kDqEmpty = 8,    // 8 + 2 buf + wg: the writer's bulk reduce has read that part; wg may overwrite it
+  kEpilogue = 12,  // both consumer warpgroups are past their last wgmma / staged their dK, dV
+  kDqTurnWg0 = kDqFull,    // wide, deterministic: the turn keeper saw this warpgroup's turn to add come
+  kDqAddedWg0 = kDqEmpty,  // wide, deterministic: every thread of this warpgroup issued its dQ additions
 };
 
-__device__ __forceinline__ u32 dq_full_barrier(int buf) {
-  return static_cast<u32>(buf == 0 ? NamedBarrier::kDqFull : NamedBarrier::kDqFull1);
+__device__ __forceinline__ u32 dq_full_barrier(int buf, int wg) {
+  return static_cast<u32>(NamedBarrier::kDqFull) + 2 * buf + wg;
 }
-__device__ __forceinline__ u32 dq_empty_barrier(int buf) {
-  return static_cast<u32>(buf == 0 ? NamedBarrier::kDqEmpty : NamedBarrier::kDqEmpty1);
+__device__ __forceinline__ u32 dq_empty_barrier(int buf, int wg) {
+  return static_cast<u32>(NamedBarrier::kDqEmpty) + 2 * buf + wg;
 }
-constexpr unsigned kDqSyncThreads = kConsumerThreads + 32;   // consumers + one writer warp
+constexpr unsigned kDqSyncThreads = kWarpgroupThreads + 32;   // one consumer warpgroup + the writer warp
+// A warpgroup's part of a dQ buffer: half of the tile's floats when the tile sums over all keys (its
+// rows or columns: tile g = wg in the fragment order, bwd_dq.cuh), else its own partial region.
+constexpr int kDqPartBytes = kDqAllKeys ? kDqRegionBytes / kConsumerWarpgroups : kDqRegionBytes;
 
 __device__ __forceinline__ u32 dq_turn_barrier(int wg) {
-  return static_cast<u32>(wg == 0 ? NamedBarrier::kDqTurnWg0 : NamedBarrier::kDqTurnWg1);
+  return static_cast<u32>(NamedBarrier::kDqTurnWg0) + wg;
 }
 __device__ __forceinline__ u32 dq_added_barrier(int wg) {
-  return static_cast<u32>(wg == 0 ? NamedBarrier::kDqAddedWg0 : NamedBarrier::kDqAddedWg1);
+  return static_cast<u32>(NamedBarrier::kDqAddedWg0) + wg;
 }
 constexpr unsigned kDqTurnThreads = kWarpgroupThreads + 32;  // one consumer warpgroup + its turn keeper
 

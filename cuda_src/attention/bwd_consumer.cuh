@@ -185,12 +185,15 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       if constexpr (kDkAfterDq) issue_dk(dk, dsa, sm.q(s));
       wgmma::wait_group<kDkAfterDq ? 1 : 0>();   // dQ (dK may still run)
       fence_regs(dq);
-      // dQ tile to smem for the writer warp of its buffer (bwd_dq.cuh); the buffers alternate.
+      // dQ tile to smem for the writer warp of its buffer (bwd_dq.cuh); the buffers alternate, and each
+      // warpgroup hands its part over on barriers of its own.
       const int dq_buf = (v - visit_first(t)) % kDqBuffers;
-      if (v - visit_first(t) >= kDqBuffers) named_barrier::sync(dq_empty_barrier(dq_buf), kDqSyncThreads);
-      store_dq_tile(sm, dq_buf, kDqAllKeys ? 0 : wg, kDqAllKeys ? wg : 0, tid, dq);
-      fence::proxy_async_smem();
-      named_barrier::arrive(dq_full_barrier(dq_buf), kDqSyncThreads);
+      const bool reuse = v - visit_first(t) >= kDqBuffers;
+      if (wg == 0) {
+        hand_dq_tile<0>(sm, dq_buf, reuse, tid, dq);
+      } else {
+        hand_dq_tile<1>(sm, dq_buf, reuse, tid, dq);
+      }
       if (kDsBuffers == 2) ds_buf ^= 1;
     }
     if constexpr (kNeedDkv) {

@@ -14,13 +14,14 @@
 // So every shared store is a conflict-free 16-byte store and the bulk reduce is one contiguous run;
 // the postprocess (bwd_postprocess.cu) puts rows and columns back in place.
 //
-// Hand-off per query block (named barriers, consumers + the writer warp of the block's buffer; two
-// buffers alternate, bwd_config.cuh kDqBuffers):
-//   consumers: [sync kDqEmpty(b), not on a buffer's first block] st.shared; fence.proxy.async;
-//              arrive kDqFull(b)
-//   writer b:  sync kDqFull(b); (deterministic: wait for its turn) bulk reduce; wait until read;
-//              arrive kDqEmpty(b) (not after the buffer's last block, which nobody waits for);
-//              (deterministic: wait until the adds are done, pass the turn on)
+// Hand-off per query block (named barriers, one consumer warpgroup + the writer warp of the block's
+// buffer; buffers alternate, bwd_config.cuh kDqBuffers; each warpgroup has its own part of a buffer):
+//   consumers wg: [sync kDqEmpty(b, wg), not on a buffer's first block] st.shared; fence.proxy.async;
+//                 arrive kDqFull(b, wg)
+//   writer b:     per wg: sync kDqFull(b, wg); (deterministic, first part: wait for its turn) bulk
+//                 reduce of the part; then per wg: wait until read, arrive kDqEmpty(b, wg) (not
+//                 after the buffer's last block, which nobody waits for); (deterministic: wait
+//                 until the adds are done, pass the turn on)
 //
 // Wide, deterministic: the consumers add from registers, and the turn counters are kept by one warp
 // per consumer warpgroup wg (producer warpgroup, warp 1 + wg), so no consumer thread ever spins on a
@@ -68,6 +69,18 @@ __device__ __forceinline__ void store_dq_tile(const BwdSmem& sm, int buf, int re
   }
 }
 
+// Warpgroup Wg's part of the hand-off of one dQ tile (the protocol at the top) into buffer `buf`;
+// `reuse`: the buffer held an earlier tile. The warpgroup is a template argument so the barrier ids
+// are immediates: a computed id takes a register that D = 64 softcap's consumers lack.
+template <int Wg>
+__device__ __forceinline__ void hand_dq_tile(const BwdSmem& sm, int buf, bool reuse, int tid,
+                                             const float (&acc)[kDqN / 2]) {
+  if (reuse) named_barrier::sync(dq_empty_barrier(buf, Wg), kDqSyncThreads);
+  store_dq_tile(sm, buf, kDqAllKeys ? 0 : Wg, kDqAllKeys ? Wg : 0, tid, acc);
+  fence::proxy_async_smem();
+  named_barrier::arrive(dq_full_barrier(buf, Wg), kDqSyncThreads);
+}
+
 // Deterministic mode: block until the turn counter of this query block reaches `turn`. The copies
 // and reductions that follow are ordered after the acquire (the bulk ones by the proxy fence).
 __device__ __forceinline__ void wait_turn(const i32* sem, int turn) {
@@ -85,30 +98,39 @@ __device__ __forceinline__ void wait_turn(const i32* sem, int turn) {
 }
 
 // Writer of dQ buffer `buf`: visits first + buf, first + buf + kDqBuffers, ... (query_block). Run by a
-// whole warp; lane 0 issues the bulk operations.
-__device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int buf) {
+// whole warp; lane 0 issues the bulk operations. Each warpgroup's part goes out as soon as that
+// warpgroup stored it, and is handed back as soon as the bulk reduce has read it. The buffer is a
+// template argument so the barrier ids are immediates (the writer has 24 registers).
+template <int Buf>
+__device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t) {
   const bool leader = threadIdx.x % 32 == 0;
-  for (int v = visit_first(t) + buf; v < t.m_end; v += kDqBuffers) {
+  for (int v = visit_first(t) + Buf; v < t.m_end; v += kDqBuffers) {
     const int m = query_block(t, v);
-    named_barrier::sync(dq_full_barrier(buf), kDqSyncThreads);
-    if (leader) {
-      float* const dst = p.dq_accum + dq_block(p, t, m) * kDqBlockFloats;
-      if (p.deterministic) wait_turn(dq_turn_counter(p, t, m, 0), dq_turn(p, t, m));
+    float* const dst = p.dq_accum + dq_block(p, t, m) * kDqBlockFloats;
 #pragma unroll
-      for (int r = 0; r < kDqRegions; ++r) {
-        bulk::reduce_add_f32(dst, sm.dq(buf, r), kDqRegionBytes);
+    for (int wg = 0; wg < kConsumerWarpgroups; ++wg) {
+      named_barrier::sync(dq_full_barrier(Buf, wg), kDqSyncThreads);
+      if (leader) {
+        if (wg == 0 && p.deterministic) wait_turn(dq_turn_counter(p, t, m, 0), dq_turn(p, t, m));
+        // Two partial tiles of one block (kDqAllKeys false) add into the same floats: bulk
+        // operations are unordered, so the fixed order needs the first to finish before the second
+        // starts. (Adding the second into an accumulator of its own, summed by the postprocess,
+        // measured no faster.) The halves of a tile over all keys are disjoint.
+        if (!kDqAllKeys && wg > 0 && p.deterministic) tma::wait_group<0>();
+        bulk::reduce_add_f32(dst + (kDqAllKeys ? wg * kDqPartBytes / 4 : 0), sm.dq(Buf, 0) + wg * kDqPartBytes,
+                             kDqPartBytes);
         tma::commit_group();
-        // Two partial tiles of one block (D = 64): bulk operations are unordered, so the fixed
-        // order needs the first to finish before the second starts. (Adding the second into an
-        // accumulator of its own, summed by the postprocess, measured no faster.)
-        if (kDqRegions > 1 && r + 1 < kDqRegions && p.deterministic) tma::wait_group<0>();
       }
-      tma::wait_group_read<0>();              // the smem tile may be overwritten
     }
-    __syncwarp();
     // The consumers may store a later tile while the adds complete: they need not wait for the
-    // round trip to global memory, only the next key block does.
-    if (v + kDqBuffers < t.m_end) named_barrier::arrive(dq_empty_barrier(buf), kDqSyncThreads);
+    // round trip to global memory, only the next key block does. Warpgroup 0's part was read first.
+    const bool again = v + kDqBuffers < t.m_end;
+    if (leader) tma::wait_group_read<1>();
+    __syncwarp();
+    if (again) named_barrier::arrive(dq_empty_barrier(Buf, 0), kDqSyncThreads);
+    if (leader) tma::wait_group_read<0>();
+    __syncwarp();
+    if (again) named_barrier::arrive(dq_empty_barrier(Buf, 1), kDqSyncThreads);
     if (leader && p.deterministic) {
       tma::wait_group<0>();                   // the adds are done in global memory ...
       gmem::fence_proxy_async_global();

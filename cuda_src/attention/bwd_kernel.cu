@@ -45,9 +45,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
     if (warp == 0) {
       if (warp::elect_one()) bwd_producer(p, sm, t);
     } else if constexpr (kNeedDq && kDqViaSmem) {
-      if (warp <= kDqBuffers) {   // warps 1, 2: one per dQ buffer
-        bwd_dq_writer(p, sm, t, warp - 1);
-        if (warp == 1 && threadIdx.x % 32 == 0) trace::mark(blockIdx.x, 5);
+      if (warp == 1) {   // warps 1, 2: one per dQ buffer
+        bwd_dq_writer<0>(p, sm, t);
+        if (threadIdx.x % 32 == 0) trace::mark(blockIdx.x, 5);
+      } else if (warp == 2 && kDqBuffers == 2) {
+        bwd_dq_writer<1>(p, sm, t);
       }
     } else if constexpr (kNeedDq) {
       if (p.deterministic && warp <= kConsumerWarpgroups) bwd_dq_turn_keeper(p, t, warp - 1);

@@ -156,6 +156,12 @@ class BwdVariant:
         return 1 if self.kernel_dim >= 128 or self.block_m == 128 else 2
 
     @property
+    def dq_buffers(self) -> int:
+        """dQ tile buffers (bwd_config.cuh kDqBuffers), each with its own writer warp: two alternate
+        query blocks, one with 128-query steps (a second 32 KB tile does not fit), none without."""
+        return 0 if self.dq_regions == 0 else (1 if self.block_m == 128 else 2)
+
+    @property
     def smem_bytes(self) -> int:
         """Mirror of BwdSmem::kDynamicBytes (the kernel static_asserts the two agree)."""
         d, n, m = self.kernel_dim, self.block_n, self.block_m
@@ -165,8 +171,7 @@ class BwdVariant:
         ds_buffers = (2 if all_keys else 1) if ds_via_smem else 0
         ds = ds_buffers * n * m * 2
         p = ds if self.wide and self.need_dkv else 0
-        dq_buffers = 1 if m == 128 else 2              # kDqBuffers
-        dq = dq_buffers * self.dq_regions * m * d * 4
+        dq = self.dq_buffers * self.dq_regions * m * d * 4
         stats = 2 * STAGES * m * 4                     # lse_log2 and dPsum rows of each stage
         barriers = 8 * (1 + 3 * STAGES)
         return tiles + ds + p + dq + stats + barriers + 1024
