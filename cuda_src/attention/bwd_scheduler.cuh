@@ -87,15 +87,8 @@ __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
   const unsigned idx = blockIdx.x;
   const unsigned blocks = p.num_n_blocks;
   BwdTile t;
-  unsigned slot, head_batch;
-  if (p.lpt_heads > 0) {
-    const LaunchSlot s = longest_first(idx, blocks, gridDim.x / blocks, static_cast<unsigned>(p.lpt_heads));
-    slot = s.tile;
-    head_batch = s.pair;
-  } else {
-    slot = idx % blocks;
-    head_batch = idx / blocks;
-  }
+  const LaunchSlot s = launch_slot(idx, blocks, gridDim.x / blocks, static_cast<unsigned>(p.lpt_heads));
+  const unsigned slot = s.tile, head_batch = s.pair;
   t.n_block = descending_turns(p) ? blocks - 1 - slot : slot;
   t.head = head_batch % p.num_heads_q;
   t.batch = head_batch / p.num_heads_q;

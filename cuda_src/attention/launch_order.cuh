@@ -22,4 +22,12 @@ __device__ __forceinline__ LaunchSlot longest_first(unsigned idx, unsigned block
   return {r / group_size, group_first + r % group_size};
 }
 
+// Tile `idx` of the grid: longest first within groups of `group` pairs, or with `group` 0 or 1 pair
+// by pair (which is what a group of one pair is; the schedulers pass a compile-time 0 where the
+// order cannot matter, so those kernels carry no division by the group).
+__device__ __forceinline__ LaunchSlot launch_slot(unsigned idx, unsigned blocks, unsigned pairs, unsigned group) {
+  if (group <= 1) return {idx % blocks, idx / blocks};
+  return longest_first(idx, blocks, pairs, group);
+}
+
 }}  // namespace fa3lite::attn

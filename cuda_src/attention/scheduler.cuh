@@ -51,15 +51,10 @@ struct Tile {
 __device__ __forceinline__ Tile tile_of(const FwdParams& p, int tile_idx) {
   const unsigned idx = static_cast<unsigned>(tile_idx);
   const unsigned blocks = p.num_m_blocks;
-  unsigned m_rev, rest;
-  if (!kVarlen && kIsCausal && p.lpt_heads > 0) {
-    const LaunchSlot s = longest_first(idx, blocks, p.num_tiles / blocks, static_cast<unsigned>(p.lpt_heads));
-    m_rev = s.tile;
-    rest = s.pair;
-  } else {
-    m_rev = idx % blocks;
-    rest = idx / blocks;
-  }
+  const unsigned group = !kVarlen && kIsCausal ? static_cast<unsigned>(p.lpt_heads) : 0u;
+  const LaunchSlot s = launch_slot(idx, blocks, p.num_tiles / blocks, group);
+  const unsigned m_rev = s.tile;
+  unsigned rest = s.pair;
   Tile t;
   t.m_block = kIsCausal ? p.num_m_blocks - 1 - m_rev : m_rev;
   t.split = 0;
