@@ -23,16 +23,31 @@ _NEEDS_ID = {(True, True): "dq+dkv", (True, False): "dq", (False, True): "dkv"}
 def _id(v):
     return (f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-{_NEEDS_ID[v.need_dq, v.need_dkv]}"
             f"{'-f32' if v.dkv_f32 else ''}{'-softcap' if v.softcap else ''}{'-varlen' if v.varlen else ''}"
-            f"{f'-v{v.head_dim_v}' if v.head_dim_v != v.head_dim else ''}")
+            f"{f'-v{v.head_dim_v}' if v.head_dim_v != v.head_dim else ''}{'-short' if v.short_ring else ''}")
 
 
 def test_all_variants_are_listed():
     variants = hopper_bwd.all_bwd_variants()
     # head dims, dtypes, causal, needs x f32, softcap; varlen: every gradient, f32 or not, softcap; the
-    # (192, 128) pair: every gradient, dtypes, causal, f32 or not, fixed or varlen
-    assert len(variants) == len(set(variants)) == 5 * 2 * 2 * 5 * 2 + 5 * 2 * 2 * 2 * 2 + 2 * 2 * 2 * 2
+    # (192, 128) pair: every gradient, dtypes, causal, f32 or not, fixed or varlen; the two-stage twins
+    # of D = 64 causal variants with dQ (dtypes x (needs with dQ x f32: 3, varlen f32 or not: 2))
+    assert len(variants) == len(set(variants)) == 5 * 2 * 2 * 5 * 2 + 5 * 2 * 2 * 2 * 2 + 2 * 2 * 2 * 2 + 2 * (3 + 2)
     assert {(v.need_dq, v.need_dkv) for v in variants} == {(True, True), (True, False), (False, True)}
     assert not any(v.dkv_f32 and not v.need_dkv for v in variants)
+
+
+def test_ring_depth_follows_the_step_and_the_mask():
+    # three Q/dO stages only with 128-query steps (D = 64, no softcap) and dQ; banded masks over few
+    # query blocks keep two (short_ring), and the flag means nothing where three do not apply
+    assert hopper_bwd.BwdVariant(64, "bf16", False).stages == 3
+    assert hopper_bwd.BwdVariant(64, "bf16", True, short_ring=True).stages == 2
+    assert hopper_bwd.BwdVariant(64, "bf16", False, need_dq=False).stages == 2
+    assert hopper_bwd.BwdVariant(64, "bf16", False, softcap=True).stages == 2
+    assert hopper_bwd.BwdVariant(128, "bf16", True, short_ring=True) == hopper_bwd.BwdVariant(128, "bf16", True)
+    blocks = hopper_bwd.SHORT_RING_M_BLOCKS
+    assert hopper_bwd.short_ring(True, blocks * 128, 128)
+    assert not hopper_bwd.short_ring(True, blocks * 128 + 1, 128)
+    assert not hopper_bwd.short_ring(False, 128, 128)
 
 
 @pytest.mark.parametrize("variant", hopper_bwd.all_bwd_variants(), ids=_id)

@@ -43,7 +43,6 @@ constexpr bool kRotatableTurns = !kIsCausal && !(kSoftcap && kHeadDim == 64);
 // floats each) and every SS wgmma reads half the shared memory per FLOP of a 64-query step; 64 else.
 constexpr int kBlockM = FA3LITE_BWD_BLOCK_M;
 constexpr int kBlockN = kWide ? 64 : 128;   // key rows per CTA
-constexpr int kStages = 2;                  // depth of the Q/dO ring
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kConsumerWarpgroups = 2;
@@ -71,6 +70,14 @@ constexpr int kKTileBytes = kBlockN * kHeadDim * kElemBytes;    // K and V tiles
 // 64-query steps: a 32-column half would start inside a swizzle atom, so each warpgroup computes a
 // partial dQ over its own key rows and both partials are added.
 constexpr bool kDqSplitRows = kBlockM == 2 * kSwizzleCols;
+// Depth of the Q/dO ring. 128-query steps with dQ keep one dS^T buffer (kDsBuffers) and spend the
+// 32 KB on a third stage: their loads otherwise arrived just in time (ncu: 7% of the consumers'
+// samples waiting for dO), behind the writer's bulk reduces in the TMA unit. Banded masks over few
+// query blocks keep two (the one-buffer hand-off costs more than the depth gains there). Host:
+// BwdVariant.stages.
+constexpr int kStages = FA3LITE_BWD_STAGES;
+constexpr bool kThreeStages = kStages == 3;
+static_assert(kStages == 2 || (kThreeStages && kDqSplitRows && kNeedDq), "a third Q/dO stage only in place of a dS^T buffer");
 constexpr bool kDqSplitCols = !kDqSplitRows && kHeadDim >= 128;
 constexpr bool kDqAllKeys = kDqSplitRows || kDqSplitCols;                        // a dQ tile sums over all keys
 constexpr int kDqN = kDqSplitCols ? kHeadDim / kConsumerWarpgroups : kHeadDim;  // N of one dQ wgmma
@@ -94,7 +101,7 @@ constexpr int kDsTileBytes = kBlockN * kBlockM * kElemBytes;      // dS^T (and w
 // dS^T goes through smem for dQ, and in the wide layout also as the A operand of dK (narrow: dK reads
 // dS^T from registers). P^T goes through smem only in the wide layout, for dV.
 constexpr bool kDsViaSmem = kNeedDq || kWide;
-constexpr int kDsBuffers = !kDsViaSmem ? 0 : (kDqAllKeys ? 2 : 1);   // see the consumers
+constexpr int kDsBuffers = !kDsViaSmem ? 0 : (kDqAllKeys && !kThreeStages ? 2 : 1);   // see the consumers
 constexpr int kPBuffers = (kWide && kNeedDkv) ? kDsBuffers : 0;
 
 static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "backward head dims: 64, 128, 256");
@@ -117,6 +124,8 @@ enum class NamedBarrier : unsigned {
   kDqFull = 4,     // 4 + 2 buf + wg: warpgroup wg stored its part of buffer buf; the writer may reduce it
   kDqEmpty = 8,    // 8 + 2 buf + wg: the writer's bulk reduce has read that part; wg may overwrite it
   kEpilogue = 12,  // both consumer warpgroups are past their last wgmma / staged their dK, dV
+  kDsReadWg0 = 13,  // one dS^T buffer over all keys: warpgroup wg's dQ wgmma has read the buffer
+  kDsReadWg1 = 14,
   kDqTurnWg0 = kDqFull,    // wide, deterministic: the turn keeper saw this warpgroup's turn to add come
   kDqAddedWg0 = kDqEmpty,  // wide, deterministic: every thread of this warpgroup issued its dQ additions
 };

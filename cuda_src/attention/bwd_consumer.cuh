@@ -23,7 +23,10 @@
 // dS^T buffers: when a dQ tile sums over all keys (kDqAllKeys) each warpgroup's dQ reads both
 // warpgroups' rows, so the tile is double-buffered: block m + 2 rewrites buffer m % 2 only after both
 // warpgroups passed the kDsFull barrier of block m + 1, which each reaches after its dQ wgmma of
-// block m completed. With the partial dQ a warpgroup reads only its own rows and one buffer suffices.
+// block m completed. 128-query steps keep one buffer (their 32 KB went to a third ring stage,
+// bwd_config.cuh kThreeStages): a warpgroup writes its rows of block m + 1 once the other one
+// announced (kDsReadWg) that its dQ wgmma of block m completed. With the partial dQ a warpgroup
+// reads only its own rows and one buffer suffices.
 //
 // Variants (bwd_config.cuh): without dK/dV the dV/dK wgmmas, P^T's A fragments and the dK/dV
 // registers go, and the stage is released once dS^T is formed (dQ reads neither Q, dO nor the stats);
@@ -52,6 +55,8 @@ namespace fa3lite { namespace attn { namespace bwd {
 // stores it while dK runs (the tensor pipe is otherwise idle for the store). Not with softcap: D =
 // 128 causal then spills. Without dQ, or with softcap, dK goes out right after dV.
 constexpr bool kDkAfterDq = kNeedDq && kNeedDkv && !kSoftcap;
+// One dS^T buffer that both warpgroups' dQ wgmmas read (see the top).
+constexpr bool kDsSharedOnce = kNeedDq && kDqAllKeys && kDsBuffers == 1;
 
 // dK += dS^T Q: RS wgmmas, A = dS^T's packed registers, B = the stage's Q tile read MN-major.
 __device__ __forceinline__ void issue_dk(float (&dk)[kWgCols / 2], const u32 (&dsa)[kBlockM / 16][4], u32 q_tile) {
@@ -156,8 +161,13 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     }
 
     if constexpr (kNeedDq) {
-      // dS^T to shared memory (overlaps the dV wgmma, which only reads P^T's registers).
+      // dS^T to shared memory (overlaps the dV wgmma, which only reads P^T's registers). One buffer
+      // over all keys: the other warpgroup's dQ wgmma of the block before must have read it.
       const u32 ds_tile = sm.ds(ds_buf);
+      if (kDsSharedOnce && v > visit_first(t)) {
+        named_barrier::sync(static_cast<u32>(wg == 0 ? NamedBarrier::kDsReadWg1 : NamedBarrier::kDsReadWg0),
+                            kConsumerThreads);
+      }
       stmatrix_fragments<kBlockM>(ds_tile, wg * kWgKeys, 0, tid, dsa);
       fence::proxy_async_smem();
       if (kDqAllKeys) {
@@ -185,6 +195,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       if constexpr (kDkAfterDq) issue_dk(dk, dsa, sm.q(s));
       wgmma::wait_group<kDkAfterDq ? 1 : 0>();   // dQ (dK may still run)
       fence_regs(dq);
+      if (kDsSharedOnce && v + 1 < t.m_end) {
+        named_barrier::arrive(static_cast<u32>(wg == 0 ? NamedBarrier::kDsReadWg0 : NamedBarrier::kDsReadWg1),
+                              kConsumerThreads);
+      }
       // dQ tile to smem for the writer warp of its buffer (bwd_dq.cuh); the buffers alternate, and each
       // warpgroup hands its part over on barriers of its own.
       const int dq_buf = (v - visit_first(t)) % kDqBuffers;

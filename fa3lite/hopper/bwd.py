@@ -51,9 +51,9 @@ from .common import (DTYPE_NAMES, LOG2E, MAX_GRID_X, PLAN_LIMIT, PTR, band, debu
 
 HEAD_DIMS = (64, 96, 128, 192, 256)   # 96 and 192 run the 128 and 256 kernels padded (variants.kernel_head_dim)
 DTYPES = ("bf16", "fp16")
-STAGES = 2              # Q/dO ring depth (kStages)
 THREADS = 384           # producer + 2 consumer warpgroups
 _AUX_THREADS = 256      # block size of the pre/postprocess kernels
+SHORT_RING_M_BLOCKS = 8   # banded masks over at most this many query blocks: two Q/dO stages (short_ring)
 
 BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("dout", "tma"),
@@ -100,6 +100,7 @@ class BwdVariant:
     softcap: bool = False
     varlen: bool = False
     head_dim_v: int | None = None   # V's head dim (None: head_dim), a pair of variants.HEAD_DIM_PAIRS
+    short_ring: bool = False        # two Q/dO stages where three would apply (stages); False where they do not
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -111,6 +112,7 @@ class BwdVariant:
             raise ValueError("a backward variant must compute dq or dk/dv (need_dq or need_dkv)")
         if self.dkv_f32 and not self.need_dkv:
             raise ValueError("dkv_f32 (f32 dk/dv per query head) needs need_dkv")
+        object.__setattr__(self, "short_ring", self.short_ring and self._deep_ring_fits)
 
     @property
     def kernel_dim(self) -> int:
@@ -156,6 +158,16 @@ class BwdVariant:
         return 1 if self.kernel_dim >= 128 or self.block_m == 128 else 2
 
     @property
+    def _deep_ring_fits(self) -> bool:
+        return self.block_m == 128 and self.need_dq and not self.wide
+
+    @property
+    def stages(self) -> int:
+        """Depth of the Q/dO ring (bwd_config.cuh kStages): three with 128-query steps and dQ (their
+        one dS^T buffer leaves room), unless short_ring; else two."""
+        return 3 if self._deep_ring_fits and not self.short_ring else 2
+
+    @property
     def dq_buffers(self) -> int:
         """dQ tile buffers (bwd_config.cuh kDqBuffers), each with its own writer warp: two alternate
         query blocks, one with 128-query steps (a second 32 KB tile does not fit), none without."""
@@ -166,14 +178,15 @@ class BwdVariant:
         """Mirror of BwdSmem::kDynamicBytes (the kernel static_asserts the two agree)."""
         d, n, m = self.kernel_dim, self.block_n, self.block_m
         all_keys = d >= 128 or m == 128                # a dQ tile sums over all keys (kDqAllKeys)
-        tiles = 2 * (n * d * 2) + 2 * STAGES * (m * d * 2)
+        stages = self.stages
+        tiles = 2 * (n * d * 2) + 2 * stages * (m * d * 2)
         ds_via_smem = self.need_dq or self.wide       # narrow dK reads dS^T from registers
-        ds_buffers = (2 if all_keys else 1) if ds_via_smem else 0
+        ds_buffers = (2 if all_keys and stages == 2 else 1) if ds_via_smem else 0
         ds = ds_buffers * n * m * 2
         p = ds if self.wide and self.need_dkv else 0
         dq = self.dq_buffers * self.dq_regions * m * d * 4
-        stats = 2 * STAGES * m * 4                     # lse_log2 and dPsum rows of each stage
-        barriers = 8 * (1 + 3 * STAGES)
+        stats = 2 * stages * m * 4                     # lse_log2 and dPsum rows of each stage
+        barriers = 8 * (1 + 3 * stages)
         return tiles + ds + p + dq + stats + barriers + 1024
 
     def _common(self) -> tuple[tuple[str, str], ...]:
@@ -193,6 +206,7 @@ class BwdVariant:
                 ("FA3LITE_DKV_F32", "1" if self.dkv_f32 else "0"),
                 ("FA3LITE_NEED_DQ", "1" if self.need_dq else "0"),
                 ("FA3LITE_NEED_DKV", "1" if self.need_dkv else "0"),
+                ("FA3LITE_BWD_STAGES", str(self.stages)),
                 ("FA3LITE_SMEM_BYTES", str(self.smem_bytes)),
             ) + BWD_PARAMS.layout_defines(),
             debug=self.debug,
@@ -226,14 +240,23 @@ def all_bwd_variants() -> list[BwdVariant]:
     # unequal head dims (variants.HEAD_DIM_PAIRS), every gradient, fixed and varlen, without softcap
     unequal = [BwdVariant(d, t, c, f, head_dim_v=dv, varlen=vl) for d, dv in HEAD_DIM_PAIRS if d != dv
                for t in DTYPES for c in (False, True) for f in (False, True) for vl in (False, True)]
-    return fixed + varlen + unequal
+    # banded masks over few query blocks take the two-stage ring where a variant has three
+    short = [dataclasses.replace(v, short_ring=True) for v in fixed + varlen if v.causal and v.stages == 3]
+    return fixed + varlen + unequal + short
+
+
+def short_ring(banded: bool, max_seqlen_q: int, block_m: int) -> bool:
+    """BwdVariant.short_ring for a call: a banded mask whose key blocks see at most SHORT_RING_M_BLOCKS
+    query blocks keeps two Q/dO stages (D = 64 causal 1k: the third stage's dS^T hand-off cost 2.5%,
+    while from 4k it gained 1-3%; benchmarks/RESULTS.md section 31)."""
+    return banded and -(-max_seqlen_q // block_m) <= SHORT_RING_M_BLOCKS
 
 
 def main_kernel_spec(head_dim: int, dtype: str, causal: bool, dkv_f32: bool = False, need_dq: bool = True,
                      need_dkv: bool = True, softcap: bool = False):
     """(KernelSpec, dynamic smem bytes, tile info) of the main backward kernel, for kernel_info."""
     v = BwdVariant(head_dim, dtype, causal, dkv_f32, need_dq=need_dq, need_dkv=need_dkv, softcap=softcap)
-    return v.spec(), v.smem_bytes, {"block_m": v.block_m, "block_n": v.block_n, "stages": STAGES,
+    return v.spec(), v.smem_bytes, {"block_m": v.block_m, "block_n": v.block_n, "stages": v.stages,
                                     "threads": THREADS}
 
 
@@ -388,6 +411,8 @@ class _BwdPlan:
         Dv = v.shape[3]
         variant = BwdVariant(D, DTYPE_NAMES[dtype], banded, self.gqa and need_dkv, debug_build(),
                              need_dq=need_dq, need_dkv=need_dkv, softcap=softcap > 0, head_dim_v=Dv)
+        if short_ring(banded, Sq, variant.block_m):
+            variant = dataclasses.replace(variant, short_ring=True)
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, dtype, variant.debug
         self.pre, self.main, self.post = _kernels(variant, self.dev)   # a runtime failure raises here
         self.need_dq, self.need_dkv, self.deterministic = need_dq, need_dkv, deterministic

@@ -25,6 +25,7 @@ kSeqMaps). O is written row by row, never past the end.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -300,6 +301,8 @@ class _VarlenBwdPlan:
         Dv = v.shape[2]
         variant = bwd.BwdVariant(D, DTYPE_NAMES[q.dtype], banded, self.gqa, debug_build(), softcap=softcap > 0,
                                  varlen=True, head_dim_v=Dv)
+        if bwd.short_ring(banded, max_seqlen_q, variant.block_m):
+            variant = dataclasses.replace(variant, short_ring=True)
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, q.dtype, variant.debug
         self.pre, self.main, self.post = bwd._kernels(variant, self.dev)
         self.deterministic = deterministic
