@@ -71,13 +71,13 @@ constexpr int kKTileBytes = kBlockN * kHeadDim * kElemBytes;    // K and V tiles
 // partial dQ over its own key rows and both partials are added.
 constexpr bool kDqSplitRows = kBlockM == 2 * kSwizzleCols;
 // Depth of the Q/dO ring. 128-query steps with dQ keep one dS^T buffer (kDsBuffers) and spend the
-// 32 KB on a third stage: their loads otherwise arrived just in time (ncu: 7% of the consumers'
-// samples waiting for dO), behind the writer's bulk reduces in the TMA unit. Banded masks over few
-// query blocks keep two (the one-buffer hand-off costs more than the depth gains there). Host:
-// BwdVariant.stages.
+// 32 KB on a third stage: their loads otherwise arrived just in time (ncu, D = 64: 7% of all warp
+// samples on the wait for dO; +1..4% from 2k). Banded masks over few query blocks keep two (the
+// one-buffer hand-off costs more than the depth gains there). Host: BwdVariant.stages.
 constexpr int kStages = FA3LITE_BWD_STAGES;
 constexpr bool kThreeStages = kStages == 3;
-static_assert(kStages == 2 || (kThreeStages && kDqSplitRows && kNeedDq), "a third Q/dO stage only in place of a dS^T buffer");
+static_assert(kStages == 2 || (kThreeStages && kDqSplitRows && kNeedDq),
+              "a third Q/dO stage only in place of a dS^T buffer");
 constexpr bool kDqSplitCols = !kDqSplitRows && kHeadDim >= 128;
 constexpr bool kDqAllKeys = kDqSplitRows || kDqSplitCols;                        // a dQ tile sums over all keys
 constexpr int kDqN = kDqSplitCols ? kHeadDim / kConsumerWarpgroups : kHeadDim;  // N of one dQ wgmma

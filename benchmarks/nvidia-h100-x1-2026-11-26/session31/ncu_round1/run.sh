@@ -2,7 +2,7 @@
 # Session 31, ncu_round1: the backward after the per-warpgroup dQ hand-off (tree of 1cf1140), ours
 # only (FA4's figures: session 28 ncu_round1): tensor pipe, instructions, L2 and shared-memory
 # metrics, then warp-stall samples per SASS instruction (source page), d=64 full 4k and d=128
-# causal 4k, bf16, 16k tokens, width 2048.
+# causal 4k, bf16, 16k tokens, width 2048. Read the source pages with session28/ncu_round2/stalls.py.
 cd "$(dirname "$0")/../../../.."
 export PYTHONPATH=$PWD:$PYTHONPATH
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv > $OUT/gpu.txt
