@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 31 fp16, call 2 (call 1, stage_a.sh, copied .peers/a): the fp16 grid with FA4 (issue 8/9's
-# fp16 bar: >= 1.0x the better peer), tree of the final kernels (source 7093f423).
+# fp16 bar: >= 1.0x the better peer), final tree (source dcbe1cf3: final2's 7093f423 and one comment).
 cd "$(dirname "$0")/../../../.."
 source .peers/b/install.sh > $OUT/install.log 2>&1
 export PYTHONPATH=$PWD:$PYTHONPATH
