@@ -30,6 +30,9 @@ from fa3lite.runtime.driver import check, on_device
 
 TOKENS, WIDTH = 16384, 2048
 EVENTS = 8   # trace.cuh kEvents
+WAIT_SITES, WAIT_SLOTS = 3, 3   # trace.cuh kWaitSites, kWaitSlots
+# Counted wait sites (trace.cuh wait), backward only.
+WAIT_NAMES = {0: "consumer_q_full", 1: "consumer_do_full", 2: "producer_empty"}
 # Event slots per kernel (trace.cuh slot 0 is the SM id and block count).
 NAMES = {
     "fwd": {1: "tile_start", 2: "q_ready", 3: "loop_end", 4: "epilogue_end", 5: "cta_start", 6: "maps_made"},
@@ -45,27 +48,40 @@ def traced(spec_fn):
     return spec
 
 
-def trace_table(kernel_name: str):
-    """(device pointer, bytes) of fa3lite_trace in the loaded module that holds ``kernel_name``."""
+def trace_table(kernel_name: str, symbol: bytes = b"fa3lite_trace"):
+    """(device pointer, bytes) of ``symbol`` in the loaded module that holds ``kernel_name``."""
     from cuda.bindings import driver
 
     for module in launch._modules:
         err, _ = driver.cuModuleGetFunction(module, kernel_name.encode())
         if int(err) != 0:
             continue
-        err, ptr, size = driver.cuModuleGetGlobal(module, b"fa3lite_trace")
+        err, ptr, size = driver.cuModuleGetGlobal(module, symbol)
         if int(err) == 0:
             return ptr, size
     raise RuntimeError(f"no traced module holds {kernel_name}")
 
 
-def read_table(ptr, size) -> np.ndarray:
+def read_table(ptr, size, width: int = EVENTS) -> np.ndarray:
     from cuda.bindings import driver
 
     host = np.zeros(size // 8, dtype=np.uint64)
     with on_device(0):
         check(driver.cuMemcpyDtoH(host.ctypes.data, ptr, size))
-    return host.reshape(-1, EVENTS)
+    return host.reshape(-1, width)
+
+
+def analyse_waits(counts: np.ndarray) -> dict:
+    """Per wait site, summed over units: waits made (by each warp's lane 0), the share that found the
+    phase still open, and the mean SM cycles such a wait took."""
+    counts = counts.reshape(-1, WAIT_SITES, WAIT_SLOTS).sum(axis=0).astype(np.float64)
+    out = {}
+    for site, name in WAIT_NAMES.items():
+        made, late, cycles = counts[site]
+        out[name] = {"waits": int(made), "open_share": late / made if made else 0.0,
+                     "cycles_per_open_wait": cycles / late if late else 0.0,
+                     "cycles_per_wait": cycles / made if made else 0.0}
+    return out
 
 
 def clear_table(ptr, size):
@@ -171,9 +187,12 @@ def main() -> None:
     for _ in range(3):
         call()
     torch.cuda.synchronize()
-    ptr, size = trace_table("fa3lite_fwd" if a.mode == "fwd" else "fa3lite_bwd")
+    kernel = "fa3lite_fwd" if a.mode == "fwd" else "fa3lite_bwd"
+    ptr, size = trace_table(kernel)
+    wptr, wsize = trace_table(kernel, b"fa3lite_waits")
     starts, ends = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     clear_table(ptr, size)
+    clear_table(wptr, wsize)
     torch.cuda.synchronize()
     starts.record()
     call()
@@ -184,6 +203,8 @@ def main() -> None:
         np.save(a.out, rows)
     res = {"mode": a.mode, "d": d, "causal": causal, "S": s, "varlen": a.varlen, "call_ms": starts.elapsed_time(ends)}
     res.update(analyse(rows, a.mode))
+    if a.mode == "bwd":
+        res["waits"] = analyse_waits(read_table(wptr, wsize, WAIT_SITES * WAIT_SLOTS))
     print(json.dumps(res))
 
 

@@ -89,7 +89,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     float st[kBlockM / 2];    // S^T, then P^T
     float dpt[kBlockM / 2];   // dP^T, then dS^T
 
-    mbar::wait(sm.q_full(s), pos.phase);
+    trace::wait(blockIdx.x, 0, sm.q_full(s), pos.phase);
     if (wg == 0 && tid == 0 && v == visit_first(t)) trace::mark(blockIdx.x, 2);
     wgmma::fence();
 #pragma unroll
@@ -101,7 +101,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     // LSE of the block's query columns (it came with Q), read while the S^T/dP^T wgmmas run.
     float lse[kBlockM / 4];
     if constexpr (kLseInStep1) load_row_stats<kBlockM>(sm.lse(s), tid, lse);
-    mbar::wait(sm.do_full(s), pos.phase);
+    trace::wait(blockIdx.x, 1, sm.do_full(s), pos.phase);
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       wgmma::mma<kBlockM, Element>::template ss<0, 0>(dpt, kmajor_desc(v_wg, kBlockN, kk),

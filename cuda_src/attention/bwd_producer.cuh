@@ -14,6 +14,7 @@
 #include "bwd_smem.cuh"
 #include "pipeline.cuh"
 #include "tile_io.cuh"
+#include "trace.cuh"
 
 namespace fa3lite { namespace attn { namespace bwd {
 
@@ -49,7 +50,7 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem& 
     const int m = query_block(t, v);
     const int s = pos.stage;
     const i64 stat = stat_row0 + static_cast<i64>(m) * kBlockM;
-    mbar::wait(sm.empty(s), pos.phase ^ 1u);
+    trace::wait(blockIdx.x, 2, sm.empty(s), pos.phase ^ 1u);
     mbar::arrive_expect_tx(sm.q_full(s), kQTileBytes + kStatBytes);
     load<kBlockM, kPaddedQK>(sm.q(s), map_q, sm.q_full(s), m * kBlockM, t.head, batch);
     bulk::load(sm.lse(s), p.lse_log2 + stat, kStatBytes, sm.q_full(s));

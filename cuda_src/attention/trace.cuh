@@ -6,16 +6,22 @@
 // of the unit's blocks (high 32 bits); the other slots hold %globaltimer readings (ns) of the events
 // the kernel marks (the tool names them).
 #pragma once
+#include "../ptx/mbarrier.cuh"
 #include "../ptx/types.cuh"
 
 namespace fa3lite { namespace trace {
 constexpr int kEvents = 8;
 constexpr unsigned kUnits = 1u << 17;   // units past this are not recorded
+// Wait sites counted per unit (wait below): per site, the waits made, those that found the phase
+// still open, and the SM cycles those spent waiting. Lane 0 of each warp counts for its warp.
+constexpr int kWaitSites = 3;
+constexpr int kWaitSlots = 3;
 }}  // namespace fa3lite::trace
 
 #ifdef FA3LITE_TRACE
 extern "C" {
 __device__ fa3lite::u64 fa3lite_trace[fa3lite::trace::kUnits * fa3lite::trace::kEvents];
+__device__ fa3lite::u64 fa3lite_waits[fa3lite::trace::kUnits * fa3lite::trace::kWaitSites * fa3lite::trace::kWaitSlots];
 }
 #endif
 
@@ -41,6 +47,27 @@ __device__ __forceinline__ void place(unsigned unit, int blocks) {
     fa3lite_trace[unit * kEvents] = (static_cast<u64>(static_cast<u32>(blocks)) << 32) | sm;
   }
 #endif
+}
+
+// mbar::wait, counted at `site` of `unit` in a traced build: whether the phase was still open when
+// the thread got here (a non-blocking probe first) and for how many SM cycles it then waited. Tells
+// a load that arrives late from a wait instruction that only queues behind other work.
+__device__ __forceinline__ void wait(unsigned unit, int site, u32 bar, u32 parity) {
+#ifdef FA3LITE_TRACE
+  if (unit < kUnits && threadIdx.x % 32 == 0) {
+    u64* slot = &fa3lite_waits[(unit * kWaitSites + site) * kWaitSlots];
+    atomicAdd(reinterpret_cast<unsigned long long*>(slot), 1ull);
+    if (!mbar::test_wait(bar, parity)) {
+      const long long t0 = clock64();
+      mbar::wait(bar, parity);
+      atomicAdd(reinterpret_cast<unsigned long long*>(slot + 1), 1ull);
+      atomicAdd(reinterpret_cast<unsigned long long*>(slot + 2),
+                static_cast<unsigned long long>(clock64() - t0));
+    }
+    return;
+  }
+#endif
+  mbar::wait(bar, parity);
 }
 
 }}  // namespace fa3lite::trace

@@ -34,6 +34,14 @@ __device__ __forceinline__ bool try_wait(u32 bar, u32 parity) {
   return ok != 0;
 }
 
+// Non-blocking probe of phase `parity`: true if it has completed now (never suspends the thread).
+__device__ __forceinline__ bool test_wait(u32 bar, u32 parity) {
+  u32 ok;
+  asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+               "selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+  return ok != 0;
+}
+
 // Block until phase `parity` completed. With FA3LITE_DEBUG a wait that spins too long traps, so a
 // protocol bug (a missing arrive, wrong byte count) fails in seconds instead of hanging the GPU.
 __device__ __forceinline__ void wait(u32 bar, u32 parity) {
