@@ -125,7 +125,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         result = layout.outputs(out, lse, False)
         callkey.remember(key)
         if key is not None and ops.varlen_kernels_take(rows.q, rows.k, rows.v, layout.scale, layout.softcap, backend):
-            if layout.aliased:   # the repeats read the step's queries in place: a plan for that view
+            if layout.grouped is not None:   # the repeats read the step's queries in place: a plan for it
                 kernel = _kernel_plan(layout, q.new_empty(q.shape) if layout.rotated else q, rows.k, rows.v, True)
             else:
                 kernel = _kernel_plan(layout, rows.q, rows.k, rows.v, False)
@@ -135,12 +135,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
 
 def _kernel_plan(layout: "_Layout", qrows, k, v, aliased: bool, page_table=None):
     """The varlen kernel's launch plan for this layout and the call's (q rows, k rows, v rows) from
-    layout.inputs (with pages in place: the pool as rows, and the page table; aliased: q itself)."""
+    layout.inputs (with pages in place: the pool as rows, and the page table; aliased: q itself, read
+    as layout.grouped says)."""
     band, causal_offset, local_offset = layout.mask
     paged = (layout.rows_per_seq // page_table.shape[1], page_table.shape[1]) if layout.pages_in_place else None
     return ops.varlen_forward_plan(qrows, k, v, layout.b, layout.rows, layout.scale, band, causal_offset,
                                    local_offset, layout.softcap, layout.rows_per_seq, layout.splits,
-                                   layout.pack_group, paged, step_rows(qrows, layout.group) if aliased else None)
+                                   layout.pack_group, paged, layout.grouped if aliased else None)
 
 
 def step_rows(q: torch.Tensor, group: int) -> "GroupedRows | None":
@@ -205,7 +206,8 @@ class _Layout:
     interleaved: bool
     return_lse: bool
     rotated: bool           # q is rotated first (rotary tables and new rows): a new contiguous tensor
-    aliased: bool           # the kernel plans read q and write out / lse in the step's layout (step_rows)
+    grouped: "GroupedRows | None"   # the kernel plans read q and write out / lse in the step's layout
+                                    # (step_rows), or None: they read a packed copy
     pages_in_place: bool = False   # the kernel reads the page pool (else the pages are gathered)
 
     @classmethod
@@ -218,12 +220,12 @@ class _Layout:
         rows = group * sq if packs else sq
         splits = _kernel_splits(num_splits, rows)
         # packed heads on the split kernel read in place (step_rows; rotary's output is contiguous)
-        aliased = packs and splits >= 0 and step_rows(q.new_empty(q.shape) if rotated else q, group) is not None
+        grouped = step_rows(q.new_empty(q.shape) if rotated else q, group) if packs and splits >= 0 else None
         return cls(b, sq, hq, d, group, page_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1],
                    paged, packs, rows, splits,
                    d ** -0.5 if softmax_scale is None else float(softmax_scale), window_mask(0, 0, causal, window_size),
                    float(softcap), causal,
-                   tuple(window_size) != (-1, -1), interleaved, return_lse, rotated, aliased)
+                   tuple(window_size) != (-1, -1), interleaved, return_lse, rotated, grouped)
 
     @property
     def pack_group(self) -> int:
@@ -260,7 +262,7 @@ class _Layout:
         if self.pages_in_place:   # the kernel finds each sequence's rows through the page table
             cu_k = _constant(("full", b + 1, 0), dev, torch.int32)
         cu_q = _constant(("arange", b + 1, self.rows), dev, torch.int32)
-        if alias and self.aliased:   # q itself: the plan reads its rows in place (step_rows)
+        if alias and self.grouped is not None:   # q itself: the plan reads its rows in place (step_rows)
             return _Rows(q, keys[0], keys[1], cu_q, cu_k, used_k, True)
         if self.packs:
             # query head h reads K/V head h // group; a position's group of heads on adjacent rows:
