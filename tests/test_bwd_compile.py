@@ -45,9 +45,10 @@ def test_ring_depth_follows_the_step_and_the_mask():
     assert hopper_bwd.BwdVariant(64, "bf16", False, softcap=True).stages == 2
     assert hopper_bwd.BwdVariant(128, "bf16", True, short_ring=True) == hopper_bwd.BwdVariant(128, "bf16", True)
     blocks = hopper_bwd.SHORT_RING_M_BLOCKS
-    assert hopper_bwd.short_ring(True, blocks * 128, 128)
-    assert not hopper_bwd.short_ring(True, blocks * 128 + 1, 128)
-    assert not hopper_bwd.short_ring(False, 128, 128)
+    causal, full = hopper_bwd.BwdVariant(64, "bf16", True), hopper_bwd.BwdVariant(64, "bf16", False)
+    assert hopper_bwd.for_query_length(causal, blocks * 128).stages == 2
+    assert hopper_bwd.for_query_length(causal, blocks * 128 + 1).stages == 3
+    assert hopper_bwd.for_query_length(full, 128) == full
 
 
 @pytest.mark.parametrize("variant", hopper_bwd.all_bwd_variants(), ids=_id)

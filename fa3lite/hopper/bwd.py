@@ -245,11 +245,13 @@ def all_bwd_variants() -> list[BwdVariant]:
     return fixed + varlen + unequal + short
 
 
-def short_ring(banded: bool, max_seqlen_q: int, block_m: int) -> bool:
-    """BwdVariant.short_ring for a call: a banded mask whose key blocks see at most SHORT_RING_M_BLOCKS
-    query blocks keeps two Q/dO stages (D = 64 causal 1k: the third stage's dS^T hand-off cost 2.5%,
-    while from 4k it gained 1-3%; benchmarks/RESULTS.md section 31)."""
-    return banded and -(-max_seqlen_q // block_m) <= SHORT_RING_M_BLOCKS
+def for_query_length(variant: BwdVariant, max_seqlen_q: int) -> BwdVariant:
+    """The variant a call of at most ``max_seqlen_q`` queries runs: a banded mask whose key blocks see at
+    most SHORT_RING_M_BLOCKS query blocks keeps two Q/dO stages (short_ring; D = 64 causal 1k: the third
+    stage's dS^T hand-off cost 2.5%, while from 4k it gained 1-3%; benchmarks/RESULTS.md section 31)."""
+    if variant.causal and -(-max_seqlen_q // variant.block_m) <= SHORT_RING_M_BLOCKS:
+        return dataclasses.replace(variant, short_ring=True)
+    return variant
 
 
 def main_kernel_spec(head_dim: int, dtype: str, causal: bool, dkv_f32: bool = False, need_dq: bool = True,
@@ -409,10 +411,9 @@ class _BwdPlan:
         self.gqa = Hq != Hk
         banded, causal_offset, local_offset = mask
         Dv = v.shape[3]
-        variant = BwdVariant(D, DTYPE_NAMES[dtype], banded, self.gqa and need_dkv, debug_build(),
-                             need_dq=need_dq, need_dkv=need_dkv, softcap=softcap > 0, head_dim_v=Dv)
-        if short_ring(banded, Sq, variant.block_m):
-            variant = dataclasses.replace(variant, short_ring=True)
+        variant = for_query_length(BwdVariant(D, DTYPE_NAMES[dtype], banded, self.gqa and need_dkv, debug_build(),
+                                              need_dq=need_dq, need_dkv=need_dkv, softcap=softcap > 0,
+                                              head_dim_v=Dv), Sq)
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, dtype, variant.debug
         self.pre, self.main, self.post = _kernels(variant, self.dev)   # a runtime failure raises here
         self.need_dq, self.need_dkv, self.deterministic = need_dq, need_dkv, deterministic

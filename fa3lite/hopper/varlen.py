@@ -25,7 +25,6 @@ kSeqMaps). O is written row by row, never past the end.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
@@ -299,10 +298,8 @@ class _VarlenBwdPlan:
         banded, causal_offset, local_offset = mask
         self.gqa = Hq != Hk
         Dv = v.shape[2]
-        variant = bwd.BwdVariant(D, DTYPE_NAMES[q.dtype], banded, self.gqa, debug_build(), softcap=softcap > 0,
-                                 varlen=True, head_dim_v=Dv)
-        if bwd.short_ring(banded, max_seqlen_q, variant.block_m):
-            variant = dataclasses.replace(variant, short_ring=True)
+        variant = bwd.for_query_length(bwd.BwdVariant(D, DTYPE_NAMES[q.dtype], banded, self.gqa, debug_build(),
+                                                      softcap=softcap > 0, varlen=True, head_dim_v=Dv), max_seqlen_q)
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, q.dtype, variant.debug
         self.pre, self.main, self.post = bwd._kernels(variant, self.dev)
         self.deterministic = deterministic
