@@ -98,9 +98,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
                                                       kmajor_desc(sm.q(s), kBlockM, kk), kk > 0);
     }
     wgmma::commit_group();
-    // LSE of the block's query columns (it came with Q), read while the S^T/dP^T wgmmas run.
+    // LSE of the block's query columns (it came with Q), read while the S^T/dP^T wgmmas run: here at
+    // 64-query steps, after the dP^T wgmmas at 128 (kLseAfterDpt).
     float lse[kBlockM / 4];
-    if constexpr (kLseInStep1) load_row_stats<kBlockM>(sm.lse(s), tid, lse);
+    if constexpr (kLseInStep1 && !kLseAfterDpt) load_row_stats<kBlockM>(sm.lse(s), tid, lse);
     trace::wait(blockIdx.x, 1, sm.do_full(s), pos.phase);
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
@@ -108,6 +109,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
                                                       kmajor_desc(sm.dout(s), kBlockM, kk), kk > 0);
     }
     wgmma::commit_group();
+    if constexpr (kLseInStep1 && kLseAfterDpt) load_row_stats<kBlockM>(sm.lse(s), tid, lse);
 
     // P^T and dS^T in registers (bwd_softmax.cuh), packed as A fragments.
     wgmma::wait_group<1>();

@@ -34,6 +34,12 @@ __device__ __forceinline__ void load_row_stats(u32 row, int tid, float (&v)[N / 
 
 // Step 1 reads the LSE array, except with softcap (step 2 loads what it needs itself; see there).
 constexpr bool kLseInStep1 = !kSoftcap;
+// At 128-query steps the LSE loads go out after the dP^T wgmmas, not before the wait for dO: dO has
+// always landed by then (tools/trace_probe.py's counted waits: 0-0.3% of the waits found the phase
+// open), but the wait's mbarrier probe queued behind the warp's 16 LSE loads, so the dP^T wgmmas
+// went out late (ncu: 6.6% of D = 64 samples on that wait). +1..3% at D = 64; at 64-query steps
+// (D = 128) the same order lost 1..4% (benchmarks/RESULTS.md section 32).
+constexpr bool kLseAfterDpt = kBlockM == 128;
 // P^T is final after step 1 except with softcap (step 2 forms it), so the dV wgmma, which needs only
 // P^T and dO, can be issued before dP^T is waited for (bwd_consumer.cuh). Not with 128-query steps:
 // P^T's fragments next to dP^T then exceed the registers (ptxas spills and serialises the wgmmas).
