@@ -81,8 +81,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
     const u32 lse_row = stat_at(sm.lse(s), q_col0);   // this warpgroup's query columns
     const u32 dps_row = stat_at(sm.dps(s), q_col0);
     mbar::wait(sm.q_full(s), pos.phase);
-    float lse[kWgQueries / 4];   // came with Q; read before the wgmmas are issued, used after
-    if constexpr (kLseInStep1) load_row_stats<kWgQueries>(lse_row, tid, lse);
+    float lse[kWgQueries / 4];
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
@@ -97,6 +96,10 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
           dpt, kmajor_desc(sm.v(), kBlockN, kk), kmajor_desc(sm.dout(s) + q_col0 * kRowBytes, kBlockM, kk), kk > 0);
     }
     wgmma::commit_group();
+    // LSE (came with Q) read after both wgmma groups are issued, not ahead of them: the dO wait's
+    // mbarrier probe queued behind these loads (as at 128-query steps, bwd_softmax.cuh kLseAfterDpt;
+    // full masks +1.0..1.7%, causal within noise, benchmarks/RESULTS.md section 32).
+    if constexpr (kLseInStep1) load_row_stats<kWgQueries>(lse_row, tid, lse);
 
     wgmma::wait_group<1>();
     fence_regs(st);
