@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# One device round for kernel speed (issues 8, 9), logs in $OUT:
-#   gpu_tests.log       the GPU test suite (-m gpu)
-#   san_<tool>_fwd.log  compute-sanitizer racecheck/synccheck/memcheck over tools/fwd_sanitize.py
-#   san_<tool>_bwd.log  the same over tools/sanitize_grid.py --quick
-#   bench_before/ bench_after/   python -m fa3lite.bench (BENCH_ARGS) against _before/ (a git-ignored
-#                       copy of an earlier commit's fa3lite/ and cuda_src/: carry it) and this tree
-# Usage on the device: bash tools/speed_round.sh [steps...]   steps: tests sanitize ab bench (default tests sanitize ab)
+# One device round for kernel speed (issues 8, 9), logs in $OUT. Steps, in the order given:
+#   tests     gpu_tests.log: the GPU test suite (-m gpu), release build
+#   debug     debug_tests.log: FA3LITE_DEBUG=1 (bounded mbarrier waits trap) over DEBUG_TESTS, -k DEBUG_K
+#   det       det_stress.log: tools/det_stress.py --head-dim DET_DIMS --runs 20 (bitwise determinism)
+#   sanitize  san_<tool>_fwd.log / san_<tool>_bwd.log: compute-sanitizer SANITIZE_TOOLS over
+#             tools/fwd_sanitize.py and tools/sanitize_grid.py --quick
+#   race      race_<tool>.log: racecheck and synccheck over tools/race_bwd.py (the backward's barriers)
+#   ab        bench_before/ bench_after/: python -m fa3lite.bench (BENCH_ARGS) against _before/ (a
+#             git-ignored copy of an earlier commit's fa3lite/ and cuda_src/: carry it) and this tree
+#   bench     bench/: python -m fa3lite.bench BENCH_ARGS
+#   ncu       ncu_metrics.txt and <case>.csv.gz per NCU_CASES entry ("mode d S causal impl", entries
+#             separated by ';'): the case's main kernel only (NCU_KERNELS, an ncu -k filter; default
+#             ours and FA4's forward or backward kernel as the mode says), metrics, then warp-stall samples per SASS instruction (the source
+#             page as CSV; benchmarks/nvidia-h100-x1-2026-11-26/session28/ncu_round2/stalls.py reads it)
+#   peers_a   FA4 staging, call 1 of 2 (carry .peers/a): the first wheel part to /root/peers
+#   peers_b   FA4 staging, call 2 (carry .peers/b, right after call 1): installs FA4 for the later steps
+# Usage on the device: bash tools/speed_round.sh [steps...]   (default: tests sanitize ab)
 set -u
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 FA3LITE_CACHE_DIR=/tmp/fa3c
@@ -18,26 +28,67 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/dev
 for step in $steps; do
   case $step in
     tests)
-      PYTHONPATH=$PWD timeout "${TEST_LIMIT:-300}" python3 -m pytest -q -p no:cacheprovider -rf --tb=short -m gpu tests \
+      PYTHONPATH=$PWD:${PYTHONPATH:-} timeout "${TEST_LIMIT:-300}" python3 -m pytest -q -p no:cacheprovider -rf --tb=short -m gpu tests \
         > "$OUT/gpu_tests.log" 2>&1; echo "== tests rc=$? $(tail -n 1 "$OUT/gpu_tests.log")" ;;
     sanitize)
       for tool in ${SANITIZE_TOOLS:-racecheck synccheck memcheck}; do
-        PYTHONPATH=$PWD PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool "$tool" \
+        PYTHONPATH=$PWD:${PYTHONPATH:-} PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool "$tool" \
           --report-api-errors no --print-limit 10 python3 tools/fwd_sanitize.py > "$OUT/san_${tool}_fwd.log" 2>&1
         echo "== $tool fwd rc=$? $(tail -n 1 "$OUT/san_${tool}_fwd.log")"
-        PYTHONPATH=$PWD PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 200 compute-sanitizer --tool "$tool" \
+        PYTHONPATH=$PWD:${PYTHONPATH:-} PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 200 compute-sanitizer --tool "$tool" \
           --report-api-errors no --print-limit 10 python3 tools/sanitize_grid.py --quick > "$OUT/san_${tool}_bwd.log" 2>&1
         echo "== $tool bwd rc=$? $(tail -n 1 "$OUT/san_${tool}_bwd.log")"
       done ;;
     ab)
       if [ -d _before/fa3lite ]; then
-        PYTHONPATH=$PWD/_before timeout 240 python3 -m fa3lite.bench $BENCH_ARGS $QUIET --out "$OUT/bench_before" \
+        PYTHONPATH=$PWD/_before:${PYTHONPATH:-} timeout 240 python3 -m fa3lite.bench $BENCH_ARGS $QUIET --out "$OUT/bench_before" \
           > "$OUT/bench_before.log" 2>&1; echo "== bench before rc=$?"
       fi
-      PYTHONPATH=$PWD timeout 240 python3 -m fa3lite.bench $BENCH_ARGS $QUIET --out "$OUT/bench_after" \
+      PYTHONPATH=$PWD:${PYTHONPATH:-} timeout 240 python3 -m fa3lite.bench $BENCH_ARGS $QUIET --out "$OUT/bench_after" \
         > "$OUT/bench_after.log" 2>&1; echo "== bench after rc=$?" ;;
     bench)
-      PYTHONPATH=$PWD timeout "${BENCH_LIMIT:-500}" python3 -m fa3lite.bench $BENCH_ARGS --out "$OUT/bench" \
+      PYTHONPATH=$PWD:${PYTHONPATH:-} timeout "${BENCH_LIMIT:-500}" python3 -m fa3lite.bench $BENCH_ARGS --out "$OUT/bench" \
         > "$OUT/bench.log" 2>&1; echo "== bench rc=$?" ;;
+    debug)
+      PYTHONPATH=$PWD:${PYTHONPATH:-} FA3LITE_DEBUG=1 timeout "${DEBUG_LIMIT:-150}" python3 -m pytest -q -x -p no:cacheprovider \
+        ${DEBUG_TESTS:-tests/test_fwd_gpu.py tests/test_bwd_gpu.py} -k "${DEBUG_K:-causal}" > "$OUT/debug_tests.log" 2>&1
+      echo "== debug tests rc=$? $(tail -n 1 "$OUT/debug_tests.log")" ;;
+    det)
+      PYTHONPATH=$PWD:${PYTHONPATH:-} timeout 60 python3 tools/det_stress.py --head-dim "${DET_DIMS:-64,128,256}" --runs 20 \
+        > "$OUT/det_stress.log" 2>&1; echo "== det_stress rc=$?"; tail -n 2 "$OUT/det_stress.log" ;;
+    race)
+      for tool in racecheck synccheck; do
+        PYTHONPATH=$PWD:${PYTHONPATH:-} PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool "$tool" \
+          --report-api-errors no python3 tools/race_bwd.py > "$OUT/race_${tool}.log" 2>&1
+        echo "== race_bwd $tool rc=$? $(tail -n 1 "$OUT/race_${tool}.log")"
+      done ;;
+    ncu)
+      metrics=sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum
+      metrics=$metrics,sm__cycles_elapsed.avg.per_second,gpu__time_duration.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed
+      metrics=$metrics,smsp__issue_active.avg.pct_of_peak_sustained_elapsed,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active
+      IFS=';' read -ra cases <<< "${NCU_CASES:-bwd 64 4096 0 fa3lite}"
+      for c in "${cases[@]}"; do
+        set -- $c
+        tag=$1_d$2_s$3_c$4_$5
+        if [ "$1" = fwd ]; then role=Forward; else role=Backward; fi
+        kernels=${NCU_KERNELS:-regex:fa3lite_$1\$|kernel_cutlass.*${role}Sm90}
+        echo "===== CASE $c" >> "$OUT/ncu_metrics.txt"
+        PYTHONPATH=$PWD:${PYTHONPATH:-} timeout 120 ncu --clock-control none --profile-from-start off -k "$kernels" \
+          --metrics "$metrics" \
+          python3 tools/ncu_probe.py $c >> "$OUT/ncu_metrics.txt" 2>&1
+        PYTHONPATH=$PWD:${PYTHONPATH:-} timeout 200 ncu --clock-control none --profile-from-start off -k "$kernels" \
+          --launch-count 1 \
+          --section SourceCounters --section WarpStateStats --import-source no -f -o "/tmp/$tag" \
+          python3 tools/ncu_probe.py $c > "$OUT/$tag.log" 2>&1
+        timeout 100 ncu -i "/tmp/$tag.ncu-rep" --page source --csv --print-source sass 2>> "$OUT/$tag.log" \
+          | gzip -c > "$OUT/$tag.csv.gz"
+        echo "== ncu $c: $(grep -E 'duration|hmma' "$OUT/ncu_metrics.txt" | tail -n 2 | tr -s ' ' | tr '\n' ' ')"
+      done ;;
+    peers_a)
+      mkdir -p /root/peers && cp .peers/a/* /root/peers/ && echo "== peers part a staged" ;;
+    peers_b)
+      source .peers/b/install.sh > "$OUT/install.log" 2>&1; echo "== FA4 installed rc=$?" ;;
+    *)
+      echo "== unknown step $step" ;;
   esac
 done
