@@ -48,15 +48,15 @@ def test_varlen_ab_times_the_bench_batch():
 
 
 def test_traced_builds_compile():
-    # tools/trace_probe.py rebuilds the kernels with FA3LITE_TRACE (event marks; the backward's counted
-    # mbarrier waits, trace.cuh): those builds must still compile and hold the tables the tool reads
+    # tools/trace_probe.py rebuilds the kernels with FA3LITE_TRACE (event marks and counted mbarrier
+    # waits, trace.cuh): those builds must still compile and hold the tables the tool reads
     import dataclasses
 
     from fa3lite import variants
     from fa3lite.hopper import bwd as hopper_bwd
     from fa3lite.runtime import cache
 
-    for variant, tables in ((variants.FwdVariant(64, "bf16", True), (b"fa3lite_trace",)),
+    for variant, tables in ((variants.FwdVariant(64, "bf16", True), (b"fa3lite_trace", b"fa3lite_waits")),
                             (hopper_bwd.BwdVariant(64, "bf16", False), (b"fa3lite_trace", b"fa3lite_waits")),
                             (hopper_bwd.BwdVariant(256, "bf16", True), (b"fa3lite_trace", b"fa3lite_waits"))):
         spec = variant.spec()

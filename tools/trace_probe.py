@@ -30,9 +30,10 @@ from fa3lite.runtime.driver import check, on_device
 
 TOKENS, WIDTH = 16384, 2048
 EVENTS = 8   # trace.cuh kEvents
-WAIT_SITES, WAIT_SLOTS = 3, 3   # trace.cuh kWaitSites, kWaitSlots
-# Counted wait sites (trace.cuh wait), backward only.
-WAIT_NAMES = {0: "consumer_q_full", 1: "consumer_do_full", 2: "producer_empty"}
+WAIT_SITES, WAIT_WARPS, WAIT_SLOTS = 3, 16, 3   # trace.cuh kWaitSites, kWaitWarps, kWaitSlots
+# Counted wait sites (trace.cuh wait) per kernel; the forward's are those of the overlapped mainloop.
+WAIT_NAMES = {"bwd": {0: "consumer_q_full", 1: "consumer_do_full", 2: "producer_empty"},
+              "fwd": {0: "consumer_k_full", 1: "consumer_v_full", 2: "producer_kv_empty"}}
 # Event slots per kernel (trace.cuh slot 0 is the SM id and block count).
 NAMES = {
     "fwd": {1: "tile_start", 2: "q_ready", 3: "loop_end", 4: "epilogue_end", 5: "cta_start", 6: "maps_made"},
@@ -71,12 +72,12 @@ def read_table(ptr, size, width: int = EVENTS) -> np.ndarray:
     return host.reshape(-1, width)
 
 
-def analyse_waits(counts: np.ndarray) -> dict:
+def analyse_waits(counts: np.ndarray, mode: str) -> dict:
     """Per wait site, summed over units: waits made (by each warp's lane 0), the share that found the
     phase still open, and the mean SM cycles such a wait took."""
-    counts = counts.reshape(-1, WAIT_SITES, WAIT_SLOTS).sum(axis=0).astype(np.float64)
+    counts = counts.reshape(-1, WAIT_SITES, WAIT_WARPS, WAIT_SLOTS).sum(axis=(0, 2)).astype(np.float64)
     out = {}
-    for site, name in WAIT_NAMES.items():
+    for site, name in WAIT_NAMES[mode].items():
         made, late, cycles = counts[site]
         out[name] = {"waits": int(made), "open_share": late / made if made else 0.0,
                      "cycles_per_open_wait": cycles / late if late else 0.0,
@@ -203,8 +204,7 @@ def main() -> None:
         np.save(a.out, rows)
     res = {"mode": a.mode, "d": d, "causal": causal, "S": s, "varlen": a.varlen, "call_ms": starts.elapsed_time(ends)}
     res.update(analyse(rows, a.mode))
-    if a.mode == "bwd":
-        res["waits"] = analyse_waits(read_table(wptr, wsize, WAIT_SITES * WAIT_SLOTS))
+    res["waits"] = analyse_waits(read_table(wptr, wsize, WAIT_SITES * WAIT_WARPS * WAIT_SLOTS), a.mode)
     print(json.dumps(res))
 
 

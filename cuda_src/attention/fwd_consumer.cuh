@@ -134,8 +134,8 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
   pos.advance();
   for (int n = kb.end - 2; n >= kb.begin; --n) {
     float s[kBlockN / 2];
-    mbar::wait(sm.k_full(pos.stage), pos.phase);
-    mbar::wait(sm.v_full(prev.stage), prev.phase);
+    trace::wait(blockIdx.x, 0, sm.k_full(pos.stage), pos.phase);
+    trace::wait(blockIdx.x, 1, sm.v_full(prev.stage), prev.phase);
     pp.wait();
     gemm_qk(s, q_wg, sm.k(pos.stage));
     gemm_pv(o, pa, sm.v(prev.stage));

@@ -133,7 +133,7 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
     if (kQStages == 2 && kb.end > kb.begin) produce_q(p, sm, map_q, t, q_row0, batch, q_round, leader);
     for (int n = kb.end - 1; n >= kb.begin; --n) {
       const PagedChunks chunks = kPaged ? paged_chunks(p, sq.seqlen_k, t.batch, n) : PagedChunks{};
-      mbar::wait(sm.k_empty(pos.stage), pos.phase ^ 1u);
+      trace::wait(blockIdx.x, 2, sm.k_empty(pos.stage), pos.phase ^ 1u);
       if constexpr (kPaged) {
         load_paged<kPaddedQK>(sm.k(pos.stage), map_k, sm.k_full(pos.stage), p, chunks, t.head_kv, leader);
       } else if (leader) {
@@ -141,7 +141,7 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
         load_k(sm.k(pos.stage), map_k, sm.k_full(pos.stage), k_row0 + n * kBlockN, t.head_kv, batch);
       }
       if (kQStages == 1 && n == kb.end - 1) produce_q(p, sm, map_q, t, q_row0, batch, q_round, leader);
-      mbar::wait(sm.v_empty(pos.stage), pos.phase ^ 1u);
+      trace::wait(blockIdx.x, 2, sm.v_empty(pos.stage), pos.phase ^ 1u);
       if constexpr (kPaged) {
         load_paged<kPaddedV>(sm.v(pos.stage), map_v, sm.v_full(pos.stage), p, chunks, t.head_kv, leader);
       } else if (leader) {

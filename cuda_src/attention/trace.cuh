@@ -12,16 +12,20 @@
 namespace fa3lite { namespace trace {
 constexpr int kEvents = 8;
 constexpr unsigned kUnits = 1u << 17;   // units past this are not recorded
-// Wait sites counted per unit (wait below): per site, the waits made, those that found the phase
-// still open, and the SM cycles those spent waiting. Lane 0 of each warp counts for its warp.
+// Wait sites counted per CTA (wait below): per site, the waits made, those that found the phase still
+// open, and the SM cycles those spent waiting. Lane 0 of each warp counts for its warp, in slots of
+// its own (reductions to one address from every warp of a CTA serialised and slowed the kernel).
 constexpr int kWaitSites = 3;
 constexpr int kWaitSlots = 3;
+constexpr int kWaitWarps = 16;                 // warps of a CTA (at most 512 threads)
+constexpr unsigned kWaitUnits = 1u << 13;      // CTAs past this are not counted
 }}  // namespace fa3lite::trace
 
 #ifdef FA3LITE_TRACE
 extern "C" {
 __device__ fa3lite::u64 fa3lite_trace[fa3lite::trace::kUnits * fa3lite::trace::kEvents];
-__device__ fa3lite::u64 fa3lite_waits[fa3lite::trace::kUnits * fa3lite::trace::kWaitSites * fa3lite::trace::kWaitSlots];
+__device__ fa3lite::u64 fa3lite_waits[fa3lite::trace::kWaitUnits * fa3lite::trace::kWaitSites *
+                                      fa3lite::trace::kWaitWarps * fa3lite::trace::kWaitSlots];
 }
 #endif
 
@@ -49,13 +53,13 @@ __device__ __forceinline__ void place(unsigned unit, int blocks) {
 #endif
 }
 
-// mbar::wait, counted at `site` of `unit` in a traced build: whether the phase was still open when
-// the thread got here (a non-blocking probe first) and for how many SM cycles it then waited. Tells
-// a load that arrives late from a wait instruction that only queues behind other work.
+// mbar::wait, counted at `site` of `unit` (a CTA) in a traced build: whether the phase was still
+// open when the thread got here (a non-blocking probe first) and for how many SM cycles it then
+// waited. Tells a load that arrives late from a wait instruction that only queues behind other work.
 __device__ __forceinline__ void wait(unsigned unit, int site, u32 bar, u32 parity) {
 #ifdef FA3LITE_TRACE
-  if (unit < kUnits && threadIdx.x % 32 == 0) {
-    u64* slot = &fa3lite_waits[(unit * kWaitSites + site) * kWaitSlots];
+  if (unit < kWaitUnits && threadIdx.x % 32 == 0) {
+    u64* slot = &fa3lite_waits[((unit * kWaitSites + site) * kWaitWarps + threadIdx.x / 32) * kWaitSlots];
     atomicAdd(reinterpret_cast<unsigned long long*>(slot), 1ull);
     if (!mbar::test_wait(bar, parity)) {
       const long long t0 = clock64();
