@@ -14,7 +14,8 @@ constexpr int kEvents = 8;
 constexpr unsigned kUnits = 1u << 17;   // units past this are not recorded
 // Wait sites counted per CTA (wait below): per site, the waits made, those that found the phase still
 // open, and the SM cycles those spent waiting. Lane 0 of each warp counts for its warp, in slots of
-// its own (reductions to one address from every warp of a CTA serialised and slowed the kernel).
+// its own (no two warps reduce into one address). A traced kernel still runs slower than the release
+// build (forward 1.1-1.2x, backward ~1.5x: benchmarks/RESULTS.md section 32).
 constexpr int kWaitSites = 3;
 constexpr int kWaitSlots = 3;
 constexpr int kWaitWarps = 16;                 // warps of a CTA (at most 512 threads)
