@@ -3,8 +3,10 @@
 Builds the kernels with FA3LITE_TRACE (cuda_src/attention/trace.cuh: %globaltimer at marked events,
 the SM id and the block count per CTA or forward tile), runs one call, reads the table back and
 prints one JSON line: the kernel's span, the mean phases of a unit, a least-squares fit of a unit's
-loop time against its block count (fixed + per block), and per SM the time no unit of the kernel ran
-on it (before the first, between units, after the last).
+loop time against its block count (fixed + per block), per SM the time no unit of the kernel ran
+on it (before the first, between units, after the last), and per counted wait site (trace.cuh wait:
+the mainloops' load waits and the producer's free-stage wait) the share of waits that found the
+data not yet landed.
 
     python3 tools/trace_probe.py --mode bwd --head-dim 64 --causal 1 --seqlen 1k [--varlen] [--out table.npy]
 
@@ -12,7 +14,9 @@ on it (before the first, between units, after the last).
 length), so its units compare with the fixed-length kernel's one for one.
 
 Shapes as the bench's: bf16, 16k tokens a batch, width 2048. The traced build is a separate
-variant (its own cache entry); what it adds is one global store per event.
+variant (its own cache entry); it adds one global store per event and, per counted wait, a probe
+and reductions, which slow the kernel (forward 1.1-1.2x, backward ~1.5x: compare timelines and
+shares only between traced runs).
 """
 import argparse
 import dataclasses

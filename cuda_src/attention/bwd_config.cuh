@@ -71,8 +71,9 @@ constexpr int kKTileBytes = kBlockN * kHeadDim * kElemBytes;    // K and V tiles
 // partial dQ over its own key rows and both partials are added.
 constexpr bool kDqSplitRows = kBlockM == 2 * kSwizzleCols;
 // Depth of the Q/dO ring. 128-query steps with dQ keep one dS^T buffer (kDsBuffers) and spend the
-// 32 KB on a third stage: their loads otherwise arrived just in time (ncu, D = 64: 7% of all warp
-// samples on the wait for dO; +1..4% from 2k). Banded masks over few query blocks keep two (the
+// 32 KB on a third stage: +1..4% from 2k at D = 64 (benchmarks/RESULTS.md section 31). It was aimed
+// at the samples on the wait for dO, but those were the wait queued behind the LSE loads, not a late
+// copy (section 32; bwd_softmax.cuh kLseAfterDpt). Banded masks over few query blocks keep two (the
 // one-buffer hand-off costs more than the depth gains there). Host: BwdVariant.stages.
 constexpr int kStages = FA3LITE_BWD_STAGES;
 constexpr bool kThreeStages = kStages == 3;
