@@ -713,6 +713,13 @@ def test_compile_probe_failure_is_reported_not_raised(tmp_path):
 
 # ---- arguments ---------------------------------------------------------------------------------------------
 
+def test_parse_args_soak():
+    assert cli.parse_args([]).soak_ms == cli.DEFAULT_SOAK_MS > 0
+    assert cli.parse_args(["--soak-ms", "0"]).soak_ms == 0
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--soak-ms", "-5"])
+
+
 def test_parse_args_defaults():
     o = cli.parse_args([])
     assert o.preset == "default" and o.spec.dtype == "bf16" and o.out == Path("bench_out")
@@ -834,6 +841,37 @@ def test_host_time_table_has_a_column_per_mode():
     assert lines["fa3lite"][1:] == ["30.0", "50.0", "300.0", "31.0"]
     assert lines["fa3lite_graph"][1:] == ["6.0", "-", "-", "7.0"]
     assert "absent" in lines["fa4"][1]
+
+
+def test_soak_runs_the_step_back_to_back_for_its_duration(monkeypatch):
+    """CudaTimer's soak: the step runs over the input sets in turn until soak_s has passed, the host
+    never more than SOAK_AHEAD calls ahead of the GPU (it waits on the oldest call's event)."""
+    from fa3lite.bench import timing
+
+    clock = [0.0]
+    pending = []
+
+    class Event:
+        def record(self):
+            pending.append(self)
+
+        def synchronize(self):
+            assert self in pending
+            pending.remove(self)
+
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    calls = []
+
+    def step(i):
+        calls.append(i)
+        clock[0] += 0.01   # each call advances the clock by 10 ms
+        assert len(pending) <= timing.SOAK_AHEAD
+
+    timing.CudaTimer(warmup=0, reps=1, soak_s=0.2)._soak(step, 3)
+    assert len(calls) == 20 and calls[:4] == [0, 1, 2, 0]
+    with pytest.raises(ValueError, match="soak_s"):
+        timing.CudaTimer(warmup=0, reps=1, soak_s=-0.1)
 
 
 def test_host_times_are_measured_in_interleaved_rounds(monkeypatch):

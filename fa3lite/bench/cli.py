@@ -30,6 +30,11 @@ MIN_REPS = 20  # a median of fewer is too noisy to trust
 # Each grid cell's timings go in rounds through every (implementation, mode), the reps shared out
 # over them (runner.GridRunner): clock drift then hits a cell's implementations alike.
 DEFAULT_ROUNDS = 3
+# Each timed batch follows this long of the same call back to back (timing.CudaTimer soak): the board
+# power limit then throttles every implementation's batch as it would in training, whatever ran before
+# (a peer's JIT compile left the GPU idle and cool, or a power-hungry peer left it throttled). The
+# clock settles within ~100 ms of the load starting (benchmarks/RESULTS.md section 33).
+DEFAULT_SOAK_MS = 200.0
 DEFAULT_COMPILE_TIMEOUT_S = 300.0
 PARTIAL_NAME = "results.partial.jsonl"
 COMPILE_SHARE = 0.3  # of the remaining time budget, for each compile-time child process
@@ -52,6 +57,7 @@ class Options:
     features: bool = True
     decode: str | None = None  # the decode preset of a --decode run (decode_cases.DECODE_PRESETS), else None
     rounds: int = DEFAULT_ROUNDS  # timing rounds per grid cell (runner.GridRunner)
+    soak_ms: float = DEFAULT_SOAK_MS  # back-to-back calls before each timed batch (timing.CudaTimer)
 
 
 def _list_of(parse):
@@ -145,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default {DEFAULT_ROUNDS})")
     p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP,
                    help="untimed calls first (at least one per input set)")
+    p.add_argument("--soak-ms", type=float, default=DEFAULT_SOAK_MS, metavar="MS",
+                   help="after the warm-up, run the call back to back this long before each timed batch, so "
+                        f"it is timed at the clock its own power draw sustains (default {DEFAULT_SOAK_MS:g})")
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                    help="stop starting new work after this long; the rest is reported as skipped")
     p.add_argument("--compile-timeout", type=float, default=DEFAULT_COMPILE_TIMEOUT_S, metavar="SECONDS",
@@ -188,6 +197,8 @@ def parse_args(argv=None) -> Options:
         p.error(f"--rounds: expected at least 1, got {a.rounds}")
     if a.warmup < 0:
         p.error(f"--warmup: expected a non-negative count, got {a.warmup}")
+    if a.soak_ms < 0:
+        p.error(f"--soak-ms: expected milliseconds >= 0, got {a.soak_ms}")
     if a.time_budget is not None and a.time_budget <= 0:
         p.error(f"--time-budget: expected a positive number of seconds, got {a.time_budget}")
     impls = _flatten(a.impl)
@@ -208,7 +219,8 @@ def parse_args(argv=None) -> Options:
     except ValueError as exc:
         p.error(str(exc))
     return Options(spec, a.preset, impls, a.out, a.reps, a.warmup, a.time_budget, a.host_time,
-                   a.compile_time, a.compile_timeout, a.odd_check, a.plots, a.features, decode, a.rounds)
+                   a.compile_time, a.compile_timeout, a.odd_check, a.plots, a.features, decode, a.rounds,
+                   a.soak_ms)
 
 
 def _decode_preset(a) -> str | None:
@@ -286,7 +298,7 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
         dict(preset=opts.preset, dtype=spec.dtype, tokens=spec.tokens, width=spec.width,
              head_dims=list(spec.head_dims), causal=list(spec.causal), seqlens=list(spec.seqlens),
              modes=list(spec.modes), reps=opts.reps, rounds=opts.rounds, warmup=opts.warmup,
-             impls=[i.name for i in impls],
+             soak_ms=opts.soak_ms, impls=[i.name for i in impls],
              time_budget_s=opts.time_budget, odd_check=opts.odd_check, features=opts.features),
         check, absent)
     print(f"{run.meta['device']}: {len(cells)} cells x {len(spec.modes)} modes x {len(impls)} implementations"
@@ -310,10 +322,11 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
                     limit = min(limit, COMPILE_SHARE * (deadline - time.monotonic()))
                 run.compile_times, setup_notes = compile_time.measure(variants, spec.dtype, cache_dir, limit)
                 run.notes += setup_notes
-        timer = CudaTimer(opts.warmup, opts.reps)
+        soak_s = opts.soak_ms / 1000.0
+        timer = CudaTimer(opts.warmup, opts.reps, soak_s)
         # the grid's rounds share the reps out (at least opts.reps pooled); the feature rows keep one
         # run of opts.reps
-        round_timer = CudaTimer(opts.warmup, math.ceil(opts.reps / opts.rounds))
+        round_timer = CudaTimer(opts.warmup, math.ceil(opts.reps / opts.rounds), soak_s)
         runner = GridRunner(impls, spec, round_timer, "cuda", l2_bytes=l2_bytes(0), absent=absent,
                             deadline=deadline, odd_check=opts.odd_check, on_result=on_result, rounds=opts.rounds)
         try:

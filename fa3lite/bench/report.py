@@ -185,7 +185,8 @@ def format_report(run: BenchRun, labels: dict[str, str], host_shape: str) -> str
             f"median of {cfg.get('reps')} reps{_rounds(cfg)}; TFLOP/s and ratio to SDPA cuDNN "
             "(FLOPs 4*B*H*S*S*d, /2 causal, x2.5 bwd)",
             "Each call timed between CUDA events with the host queued ahead, inputs rotated past L2, as in "
-            "training (inputs require grad); a call whose host work outlasts its GPU work is timed host-bound.",
+            "training (inputs require grad); a call whose host work outlasts its GPU work is timed host-bound."
+            + _soak(cfg),
         ]
     if not run.complete:
         header.append("INCOMPLETE RUN: stopped early; cells not reached are missing or marked skip")
@@ -339,6 +340,13 @@ def write_json(path: Path, run: BenchRun) -> None:
     with open(path, "w") as f:
         json.dump(to_json(run), f, indent=1, default=str)
         f.write("\n")
+
+
+def _soak(cfg: dict) -> str:
+    """The soak before each timed batch, where the run had one (timing.CudaTimer)."""
+    soak = cfg.get("soak_ms") or 0
+    return (f" Each timed batch follows {soak:g} ms of the same call back to back: timed at the clock its own "
+            "power draw sustains (the board's power limit), as in training." if soak else "")
 
 
 def _rounds(cfg: dict) -> str:

@@ -5,6 +5,13 @@ input set, so compilation, autotuning and allocator growth stay out of the numbe
 `reps` calls, each between its own pair of events, and returns the per-call milliseconds.
 A spin kernel is queued before the timed calls so the host gets ahead of the GPU: otherwise the
 first calls would include the host's launch latency rather than the GPU's time.
+
+Soak: under sustained load an H100 runs at its board power limit (700 W), where the SM clock falls
+from ~1.98 GHz to ~1.4-1.7 GHz within a fraction of a second, so a short batch timed right after an
+idle spell (a peer's JIT compile) runs at boost clocks while one timed right after a power-hungry
+peer starts throttled. With soak_s > 0 the step runs back to back for that long after the warm-up,
+so every batch is timed in the power state the call itself sustains, as in training
+(tools/clock_probe.py measures clock, power and energy per call; benchmarks/RESULTS.md section 33).
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ L2_MULTIPLE = 4  # the rotated input sets together exceed this many L2 caches
 MIN_SETS = 2  # never the same inputs twice in a row
 MAX_SETS = 16
 SPIN_CYCLES = 4_000_000  # ~2 ms at Hopper clocks: time enough to queue the timed calls
+SOAK_AHEAD = 8  # calls the host may queue ahead of the GPU while soaking
 
 
 def rotation_sets(set_bytes: int, l2_bytes: int) -> int:
@@ -63,15 +71,31 @@ def _quantile(ordered: list[float], q: float) -> float:
 class CudaTimer:
     """Times steps with CUDA events; host time of a call with the wall clock."""
 
-    def __init__(self, warmup: int, reps: int):
+    def __init__(self, warmup: int, reps: int, soak_s: float = 0.0):
         if reps < 1 or warmup < 0:
             raise ValueError(f"reps >= 1 and warmup >= 0 expected, got reps={reps}, warmup={warmup}")
-        self.warmup, self.reps = warmup, reps
+        if soak_s < 0:
+            raise ValueError(f"soak_s: expected seconds >= 0, got {soak_s}")
+        self.warmup, self.reps, self.soak_s = warmup, reps, soak_s
+
+    def _soak(self, step, n_sets: int) -> None:
+        """Runs step back to back for soak_s seconds, at most SOAK_AHEAD calls queued on the GPU."""
+        done, i = [], 0
+        end = time.perf_counter() + self.soak_s
+        while time.perf_counter() < end:
+            step(i % n_sets)
+            i += 1
+            done.append(torch.cuda.Event())
+            done[-1].record()
+            if len(done) > SOAK_AHEAD:
+                done.pop(0).synchronize()
 
     def time(self, step, n_sets: int, context=contextlib.nullcontext) -> list[float]:
         with context():
             for i in range(max(self.warmup, n_sets)):
                 step(i % n_sets)
+            if self.soak_s:
+                self._soak(step, n_sets)
             torch.cuda.synchronize()
             starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
             ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
