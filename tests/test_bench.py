@@ -716,10 +716,8 @@ def test_compile_probe_failure_is_reported_not_raised(tmp_path):
 def test_parse_args_soak():
     assert cli.parse_args([]).soak_ms == cli.DEFAULT_SOAK_MS > 0
     assert cli.parse_args(["--soak-ms", "0"]).soak_ms == 0
-    assert cli.parse_args([]).batch_ms == cli.DEFAULT_BATCH_MS > 0
-    for bad in (["--soak-ms", "-5"], ["--batch-ms", "-1"]):
-        with pytest.raises(SystemExit):
-            cli.parse_args(bad)
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--soak-ms", "-5"])
 
 
 def test_parse_args_defaults():
@@ -870,18 +868,10 @@ def test_soak_runs_the_step_back_to_back_for_its_duration(monkeypatch):
         clock[0] += 0.01   # each call advances the clock by 10 ms
         assert len(pending) <= timing.SOAK_AHEAD
 
-    timer = timing.CudaTimer(warmup=0, reps=5, soak_s=0.2, batch_s=0.1)
-    rate = timer._soak(step, 3)
+    timing.CudaTimer(warmup=0, reps=1, soak_s=0.2)._soak(step, 3)
     assert len(calls) == 20 and calls[:4] == [0, 1, 2, 0]
-    assert rate == pytest.approx(100.0)
-    # a batch times batch_s of calls at the soak's rate, never fewer than reps nor more than the cap
-    assert timer._batch_reps(rate) == 10
-    assert timer._batch_reps(1.0) == 5
-    assert timer._batch_reps(1e9) == timing.MAX_BATCH_REPS
     with pytest.raises(ValueError, match="soak_s"):
         timing.CudaTimer(warmup=0, reps=1, soak_s=-0.1)
-    with pytest.raises(ValueError, match="batch_s"):
-        timing.CudaTimer(warmup=0, reps=1, batch_s=-0.1)
 
 
 def test_host_times_are_measured_in_interleaved_rounds(monkeypatch):

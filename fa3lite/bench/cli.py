@@ -35,9 +35,6 @@ DEFAULT_ROUNDS = 3
 # (a peer's JIT compile left the GPU idle and cool, or a power-hungry peer left it throttled). The
 # clock settles within ~100 ms of the load starting (benchmarks/RESULTS.md section 33).
 DEFAULT_SOAK_MS = 200.0
-# A soaked batch times at least this long of calls: the clock hunts at the power limit, and a batch
-# of a few milliseconds would catch one swing of it.
-DEFAULT_BATCH_MS = 100.0
 DEFAULT_COMPILE_TIMEOUT_S = 300.0
 PARTIAL_NAME = "results.partial.jsonl"
 COMPILE_SHARE = 0.3  # of the remaining time budget, for each compile-time child process
@@ -61,7 +58,6 @@ class Options:
     decode: str | None = None  # the decode preset of a --decode run (decode_cases.DECODE_PRESETS), else None
     rounds: int = DEFAULT_ROUNDS  # timing rounds per grid cell (runner.GridRunner)
     soak_ms: float = DEFAULT_SOAK_MS  # back-to-back calls before each timed batch (timing.CudaTimer)
-    batch_ms: float = DEFAULT_BATCH_MS  # the least time of calls a soaked batch times
 
 
 def _list_of(parse):
@@ -158,9 +154,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--soak-ms", type=float, default=DEFAULT_SOAK_MS, metavar="MS",
                    help="after the warm-up, run the call back to back this long before each timed batch, so "
                         f"it is timed at the clock its own power draw sustains (default {DEFAULT_SOAK_MS:g})")
-    p.add_argument("--batch-ms", type=float, default=DEFAULT_BATCH_MS, metavar="MS",
-                   help="with a soak, time at least this long of calls per batch (more than --reps when the "
-                        f"calls are short; default {DEFAULT_BATCH_MS:g})")
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                    help="stop starting new work after this long; the rest is reported as skipped")
     p.add_argument("--compile-timeout", type=float, default=DEFAULT_COMPILE_TIMEOUT_S, metavar="SECONDS",
@@ -206,8 +199,6 @@ def parse_args(argv=None) -> Options:
         p.error(f"--warmup: expected a non-negative count, got {a.warmup}")
     if a.soak_ms < 0:
         p.error(f"--soak-ms: expected milliseconds >= 0, got {a.soak_ms}")
-    if a.batch_ms < 0:
-        p.error(f"--batch-ms: expected milliseconds >= 0, got {a.batch_ms}")
     if a.time_budget is not None and a.time_budget <= 0:
         p.error(f"--time-budget: expected a positive number of seconds, got {a.time_budget}")
     impls = _flatten(a.impl)
@@ -229,7 +220,7 @@ def parse_args(argv=None) -> Options:
         p.error(str(exc))
     return Options(spec, a.preset, impls, a.out, a.reps, a.warmup, a.time_budget, a.host_time,
                    a.compile_time, a.compile_timeout, a.odd_check, a.plots, a.features, decode, a.rounds,
-                   a.soak_ms, a.batch_ms)
+                   a.soak_ms)
 
 
 def _decode_preset(a) -> str | None:
@@ -307,7 +298,7 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
         dict(preset=opts.preset, dtype=spec.dtype, tokens=spec.tokens, width=spec.width,
              head_dims=list(spec.head_dims), causal=list(spec.causal), seqlens=list(spec.seqlens),
              modes=list(spec.modes), reps=opts.reps, rounds=opts.rounds, warmup=opts.warmup,
-             soak_ms=opts.soak_ms, batch_ms=opts.batch_ms, impls=[i.name for i in impls],
+             soak_ms=opts.soak_ms, impls=[i.name for i in impls],
              time_budget_s=opts.time_budget, odd_check=opts.odd_check, features=opts.features),
         check, absent)
     print(f"{run.meta['device']}: {len(cells)} cells x {len(spec.modes)} modes x {len(impls)} implementations"
@@ -331,11 +322,11 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
                     limit = min(limit, COMPILE_SHARE * (deadline - time.monotonic()))
                 run.compile_times, setup_notes = compile_time.measure(variants, spec.dtype, cache_dir, limit)
                 run.notes += setup_notes
-        soak_s, batch_s = opts.soak_ms / 1000.0, opts.batch_ms / 1000.0
-        timer = CudaTimer(opts.warmup, opts.reps, soak_s, batch_s)
+        soak_s = opts.soak_ms / 1000.0
+        timer = CudaTimer(opts.warmup, opts.reps, soak_s)
         # the grid's rounds share the reps out (at least opts.reps pooled); the feature rows keep one
         # run of opts.reps
-        round_timer = CudaTimer(opts.warmup, math.ceil(opts.reps / opts.rounds), soak_s, batch_s)
+        round_timer = CudaTimer(opts.warmup, math.ceil(opts.reps / opts.rounds), soak_s)
         runner = GridRunner(impls, spec, round_timer, "cuda", l2_bytes=l2_bytes(0), absent=absent,
                             deadline=deadline, odd_check=opts.odd_check, on_result=on_result, rounds=opts.rounds)
         try:

@@ -182,7 +182,7 @@ def format_report(run: BenchRun, labels: dict[str, str], host_shape: str) -> str
     else:
         header += [
             f"{cfg.get('dtype')}, {cfg.get('tokens')} tokens per batch, width {cfg.get('width')} (H = width/d), "
-            f"median of {_at_least(cfg)}{cfg.get('reps')} reps{_rounds(cfg)}; TFLOP/s and ratio to SDPA cuDNN "
+            f"median of {cfg.get('reps')} reps{_rounds(cfg)}; TFLOP/s and ratio to SDPA cuDNN "
             "(FLOPs 4*B*H*S*S*d, /2 causal, x2.5 bwd)",
             "Each call timed between CUDA events with the host queued ahead, inputs rotated past L2, as in "
             "training (inputs require grad); a call whose host work outlasts its GPU work is timed host-bound."
@@ -342,19 +342,11 @@ def write_json(path: Path, run: BenchRun) -> None:
         f.write("\n")
 
 
-def _at_least(cfg: dict) -> str:
-    """'>= ' where soaked batches may time more calls than --reps (timing.CudaTimer batch_s)."""
-    return ">= " if cfg.get("soak_ms") and cfg.get("batch_ms") else ""
-
-
 def _soak(cfg: dict) -> str:
     """The soak before each timed batch, where the run had one (timing.CudaTimer)."""
-    soak, batch = cfg.get("soak_ms") or 0, cfg.get("batch_ms") or 0
-    if not soak:
-        return ""
-    least = f", and times at least {batch:g} ms of calls" if batch else ""
-    return (f" Each timed batch follows {soak:g} ms of the same call back to back{least}: timed at the clock "
-            "its own power draw sustains (the board's power limit), as in training.")
+    soak = cfg.get("soak_ms") or 0
+    return (f" Each timed batch follows {soak:g} ms of the same call back to back: timed at the clock its own "
+            "power draw sustains (the board's power limit), as in training." if soak else "")
 
 
 def _rounds(cfg: dict) -> str:

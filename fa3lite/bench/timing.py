@@ -12,9 +12,6 @@ idle spell (a peer's JIT compile) runs at boost clocks while one timed right aft
 peer starts throttled. With soak_s > 0 the step runs back to back for that long after the warm-up,
 so every batch is timed in the power state the call itself sustains, as in training
 (tools/clock_probe.py measures clock, power and energy per call; benchmarks/RESULTS.md section 33).
-At the power limit the clock hunts (1.2-1.7 GHz within a second), so a soaked batch also times at
-least batch_s of calls (the rate measured while soaking gives the count), not a few milliseconds
-that catch one swing of it.
 """
 from __future__ import annotations
 
@@ -33,7 +30,6 @@ MIN_SETS = 2  # never the same inputs twice in a row
 MAX_SETS = 16
 SPIN_CYCLES = 4_000_000  # ~2 ms at Hopper clocks: time enough to queue the timed calls
 SOAK_AHEAD = 8  # calls the host may queue ahead of the GPU while soaking
-MAX_BATCH_REPS = 2000  # the most calls one soaked batch times (events are recorded for each)
 
 
 def rotation_sets(set_bytes: int, l2_bytes: int) -> int:
@@ -75,19 +71,17 @@ def _quantile(ordered: list[float], q: float) -> float:
 class CudaTimer:
     """Times steps with CUDA events; host time of a call with the wall clock."""
 
-    def __init__(self, warmup: int, reps: int, soak_s: float = 0.0, batch_s: float = 0.0):
+    def __init__(self, warmup: int, reps: int, soak_s: float = 0.0):
         if reps < 1 or warmup < 0:
             raise ValueError(f"reps >= 1 and warmup >= 0 expected, got reps={reps}, warmup={warmup}")
-        if soak_s < 0 or batch_s < 0:
-            raise ValueError(f"soak_s and batch_s: expected seconds >= 0, got {soak_s} and {batch_s}")
-        self.warmup, self.reps, self.soak_s, self.batch_s = warmup, reps, soak_s, batch_s
+        if soak_s < 0:
+            raise ValueError(f"soak_s: expected seconds >= 0, got {soak_s}")
+        self.warmup, self.reps, self.soak_s = warmup, reps, soak_s
 
-    def _soak(self, step, n_sets: int) -> float:
-        """Runs step back to back for soak_s seconds, at most SOAK_AHEAD calls queued on the GPU.
-        Returns the calls per second it ran at."""
+    def _soak(self, step, n_sets: int) -> None:
+        """Runs step back to back for soak_s seconds, at most SOAK_AHEAD calls queued on the GPU."""
         done, i = [], 0
-        start = time.perf_counter()
-        end = start + self.soak_s
+        end = time.perf_counter() + self.soak_s
         while time.perf_counter() < end:
             step(i % n_sets)
             i += 1
@@ -95,22 +89,18 @@ class CudaTimer:
             done[-1].record()
             if len(done) > SOAK_AHEAD:
                 done.pop(0).synchronize()
-        return i / max(time.perf_counter() - start, 1e-9)
-
-    def _batch_reps(self, rate: float) -> int:
-        """Calls to time in one batch: reps, or as many as batch_s takes at `rate` calls a second."""
-        return max(self.reps, min(MAX_BATCH_REPS, round(rate * self.batch_s)))
 
     def time(self, step, n_sets: int, context=contextlib.nullcontext) -> list[float]:
         with context():
             for i in range(max(self.warmup, n_sets)):
                 step(i % n_sets)
-            reps = self._batch_reps(self._soak(step, n_sets)) if self.soak_s else self.reps
+            if self.soak_s:
+                self._soak(step, n_sets)
             torch.cuda.synchronize()
-            starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-            ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+            starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
+            ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
             torch.cuda._sleep(SPIN_CYCLES)
-            for r in range(reps):
+            for r in range(self.reps):
                 starts[r].record()
                 step(r % n_sets)
                 ends[r].record()
