@@ -330,6 +330,19 @@ class DriftTimer(FakeTimer):
         return [float(self.calls)]
 
 
+def test_rounds_rotate_the_implementations():
+    """Round r starts the implementations r places later (round 1's order: peers first), each one's
+    jobs kept together in their order."""
+    from fa3lite.bench.runner import _rotated
+
+    jobs = [(MathImpl(name), mode, None) for name in ("a", "b", "c") for mode in ("fwd", "bwd")]
+    names = lambda r: [jobs[n][0].name + jobs[n][1] for n in _rotated(jobs, r)]  # noqa: E731
+    assert names(1) == ["cfwd", "cbwd", "afwd", "abwd", "bfwd", "bbwd"]
+    assert names(2) == ["bfwd", "bbwd", "cfwd", "cbwd", "afwd", "abwd"]
+    assert names(3) == ["afwd", "abwd", "bfwd", "bbwd", "cfwd", "cbwd"]
+    assert _rotated([], 1) == []
+
+
 def test_runner_times_each_cell_in_interleaved_rounds():
     timer = DriftTimer()
     spec = _tiny_spec()
@@ -341,11 +354,13 @@ def test_runner_times_each_cell_in_interleaved_rounds():
         assert m.status == OK and m.stats.reps == 3
         by_cell.setdefault((m.cell.causal, m.cell.seqlen), []).append(m)
     for cell_ms in by_cell.values():
-        # each job's three times are one round apart (jobs calls), so the drift spreads evenly
-        medians = sorted(m.stats.median for m in cell_ms)
-        assert medians == [medians[0] + j for j in range(jobs)]
-        # times t, t + jobs, t + 2 jobs: p20 = t + 0.4 jobs, p80 = t + 1.6 jobs
-        assert all(m.stats.p80 - m.stats.p20 == pytest.approx(1.2 * jobs) for m in cell_ms)
+        # rounds time the baseline's k modes first, then fa3lite's first (rotated one place), then the
+        # baseline's first again: baseline mode j at calls j, 3k + j, 4k + j (median 3k + j), fa3lite's
+        # at k + j, 2k + j, 5k + j (median 2k + j), with calls counted from the cell's first
+        k = len(spec.modes)
+        first = min(m.stats.median for m in cell_ms) - 2 * k
+        got = {(m.impl, m.stats.median - first) for m in cell_ms}
+        assert got == {(BASELINE, 3 * k + j) for j in range(k)} | {("fa3lite", 2 * k + j) for j in range(k)}
     with pytest.raises(ValueError, match="rounds"):
         GridRunner([MathImpl(BASELINE)], spec, timer, "cpu", l2_bytes=4096, rounds=0)
 

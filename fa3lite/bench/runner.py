@@ -6,7 +6,9 @@ set 0 by FA3's rule, then (when a backward mode is asked for) its dq, dk, dv, an
 check passed (fwd needs the forward check, bwd and fwd+bwd the backward one). With rounds > 1 the
 cell's (implementation, mode) pairs are then timed again, `rounds - 1` times in turn, the per-call
 times pooled: the GPU's clock drifts by up to ~10% over seconds under load, and interleaving makes
-the drift hit every implementation of a cell alike instead of whichever ran in a slow stretch.
+the drift hit every implementation of a cell alike instead of whichever ran in a slow stretch. Each
+further round starts the implementations one place later (_rotated), so none is always timed last,
+when sustained load has warmed the GPU most.
 fa3lite (default and deterministic backward alike) is also checked once per (head dim, mask) at a
 length that is no multiple of any tile (ODD_SEQLEN); a wrong answer there marks the cells of that
 head dim and mask WRONG. A failure of one implementation on one cell (exception, OOM, wrong answer)
@@ -179,6 +181,16 @@ def check_parts(bound, inputs, grads: bool, compare) -> dict:
     return result
 
 
+def _rotated(jobs, r: int) -> list[int]:
+    """Job indices for timing round r >= 1: the implementations in round 1's order rotated right by r
+    (each implementation's jobs together, in their order). Under sustained load the GPU warms through
+    a cell and whatever runs later is throttled more: rotating gives every implementation each place."""
+    names = list(dict.fromkeys(impl.name for impl, _, _ in jobs))
+    k = r % len(names) if names else 0
+    order = names[len(names) - k:] + names[:len(names) - k]
+    return [n for name in order for n, (impl, _, _) in enumerate(jobs) if impl.name == name]
+
+
 def time_mode(timer, bound, sets, mode: str):
     """Milliseconds per call. Every mode runs as in training: inputs that require grad, grad
     mode on (the forward saves what its backward needs). bwd times the backward alone, from
@@ -339,8 +351,8 @@ class GridRunner(CaseRunner):
                 self._add_wall(impl, started)
                 self._note_fatal(out, impl, cell)
             self._cleanup()
-        for _ in range(self.rounds - 1):
-            for n in list(times):
+        for r in range(1, self.rounds):
+            for n in _rotated(jobs, r):
                 started = self.clock()
                 self._time_job(out, cell, sets, jobs[n], times, n)
                 self._add_wall(jobs[n][0], started)
