@@ -859,7 +859,7 @@ def test_host_time_table_has_a_column_per_mode():
 
 
 def test_soak_runs_the_step_back_to_back_for_its_duration(monkeypatch):
-    """CudaTimer's soak: the step runs over the input sets in turn until soak_s has passed, the host
+    """The soak before a timed batch: the step runs over the input sets in turn until its time has passed, the host
     never more than SOAK_AHEAD calls ahead of the GPU (it waits on the oldest call's event)."""
     from fa3lite.bench import timing
 
@@ -883,7 +883,7 @@ def test_soak_runs_the_step_back_to_back_for_its_duration(monkeypatch):
         clock[0] += 0.01   # each call advances the clock by 10 ms
         assert len(pending) <= timing.SOAK_AHEAD
 
-    timing.CudaTimer(warmup=0, reps=1, soak_s=0.2)._soak(step, 3)
+    timing.soak(step, 3, 0.2)
     assert len(calls) == 20 and calls[:4] == [0, 1, 2, 0]
     with pytest.raises(ValueError, match="soak_s"):
         timing.CudaTimer(warmup=0, reps=1, soak_s=-0.1)

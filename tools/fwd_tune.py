@@ -48,10 +48,9 @@ def compiles(d, tile):
 def interleaved(d, causal, S, tiles, rounds=7, calls=10, soak_ms=0.0):
     """Median ms per candidate (and cuDNN) at one cell, timed in alternation so drifting clocks hit
     every candidate alike; each timed batch after soak_ms of the same call back to back."""
-    import time
-
     import torch
     from fwd_smoke import fwd_flops
+    from fa3lite.bench.timing import soak
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     H, B = 2048 // d, 16384 // S
@@ -77,10 +76,7 @@ def interleaved(d, causal, S, tiles, rounds=7, calls=10, soak_ms=0.0):
             call()
             call()
             torch.cuda.synchronize()
-            end = time.perf_counter() + soak_ms / 1000
-            while time.perf_counter() < end:
-                call()
-                torch.cuda.synchronize()
+            soak(lambda _: call(), 1, soak_ms / 1000)
             st.record()
             for _ in range(calls):
                 call()

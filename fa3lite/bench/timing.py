@@ -68,6 +68,20 @@ def _quantile(ordered: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
+def soak(step, n_sets: int, seconds: float) -> None:
+    """Runs step(0), step(1), .. step(n_sets - 1), step(0), .. back to back for `seconds`, at most
+    SOAK_AHEAD calls queued on the GPU (the module docstring says why)."""
+    done, i = [], 0
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        step(i % n_sets)
+        i += 1
+        done.append(torch.cuda.Event())
+        done[-1].record()
+        if len(done) > SOAK_AHEAD:
+            done.pop(0).synchronize()
+
+
 class CudaTimer:
     """Times steps with CUDA events; host time of a call with the wall clock."""
 
@@ -78,24 +92,11 @@ class CudaTimer:
             raise ValueError(f"soak_s: expected seconds >= 0, got {soak_s}")
         self.warmup, self.reps, self.soak_s = warmup, reps, soak_s
 
-    def _soak(self, step, n_sets: int) -> None:
-        """Runs step back to back for soak_s seconds, at most SOAK_AHEAD calls queued on the GPU."""
-        done, i = [], 0
-        end = time.perf_counter() + self.soak_s
-        while time.perf_counter() < end:
-            step(i % n_sets)
-            i += 1
-            done.append(torch.cuda.Event())
-            done[-1].record()
-            if len(done) > SOAK_AHEAD:
-                done.pop(0).synchronize()
-
     def time(self, step, n_sets: int, context=contextlib.nullcontext) -> list[float]:
         with context():
             for i in range(max(self.warmup, n_sets)):
                 step(i % n_sets)
-            if self.soak_s:
-                self._soak(step, n_sets)
+            soak(step, n_sets, self.soak_s)
             torch.cuda.synchronize()
             starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
             ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
