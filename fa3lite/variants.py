@@ -55,7 +55,7 @@ class FwdTile(typing.NamedTuple):
 #   (+2..7% at 4k-8k, even elsewhere); causal below 2k keys takes 128-row tiles (+10% at 1k: fewer
 #   rows past the diagonal) with the serial schedule: a tile there has 4.5 key blocks on average, too
 #   few for the overlap's extra first and last steps to pay (+3% at 1k, +1.4% at 1.5k, 2 sweeps with
-#   the bench's soak: section 33; cuDNN's kernel for this shape does the same).
+#   the bench's soak: section 33; cuDNN's kernel for this shape also waits for each S in full).
 # - d=128: 128 x 128 everywhere but full masks from 8k keys, where one CTA per tile beats the
 #   persistent grid (+3..4% at 16k); wider key blocks no longer pay.
 # - d=256: persistent 128 x 80, but one CTA per tile for full masks from 16k keys (+2%) and 64-key
