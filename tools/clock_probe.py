@@ -10,7 +10,7 @@ Usage (device): python3 tools/clock_probe.py --cases "fwd 64 16384 0;bwd 128 409
     --impl fa3lite,fa4,cudnn --seconds 3 --rounds 2
 Case: mode (fwd|bwd) head_dim seqlen causal(0|1); 16k tokens a batch, width 2048, bf16, inputs
 requiring grad (as the bench times training). bwd times the backward alone (the forward runs
-outside the timed span of each step).
+outside the timed span of each step), but its energy per step and power include that forward.
 """
 import argparse
 import statistics
