@@ -56,10 +56,9 @@ def test_traced_builds_compile():
     from fa3lite.hopper import bwd as hopper_bwd
     from fa3lite.runtime import cache
 
-    for variant, tables in ((variants.FwdVariant(64, "bf16", True), (b"fa3lite_trace", b"fa3lite_waits")),
-                            (hopper_bwd.BwdVariant(64, "bf16", False), (b"fa3lite_trace", b"fa3lite_waits")),
-                            (hopper_bwd.BwdVariant(256, "bf16", True), (b"fa3lite_trace", b"fa3lite_waits"))):
+    for variant in (variants.FwdVariant(64, "bf16", True), hopper_bwd.BwdVariant(64, "bf16", False),
+                    hopper_bwd.BwdVariant(256, "bf16", True)):
         spec = variant.spec()
         cubin = cache.get(dataclasses.replace(spec, defines=spec.defines + (("FA3LITE_TRACE", "1"),))).cubin
-        for table in tables:
+        for table in (b"fa3lite_trace", b"fa3lite_waits"):
             assert table in cubin, (variant, table)
