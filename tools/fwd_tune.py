@@ -106,7 +106,7 @@ if __name__ == "__main__":
     SEQLENS = next((tuple(int(x) for x in a.split("=")[1].split(",")) for a in sys.argv if a.startswith("--seqlen=")),
                    (1024, 4096, 16384))
     masks = [m == "causal" for m in ("full", "causal") if f"--{m}" in sys.argv] or [False, True]
-    soak = next((float(a.split("=")[1]) for a in sys.argv if a.startswith("--soak-ms=")), 0.0)
+    soak_ms = next((float(a.split("=")[1]) for a in sys.argv if a.startswith("--soak-ms=")), 0.0)
     if "--interleave" in sys.argv:
         for d in dims:
             good = [c for c in CANDIDATES[d] if compiles(d, c)[0]]
@@ -116,7 +116,7 @@ if __name__ == "__main__":
                     for shape in ((1, 333, 517, 2, 1), (3, 700, 1037, 16, 4), (2, 1500, 300, 16, 8)):
                         assert check(*shape, d, torch.bfloat16, causal), (d, causal, c)
                 for S in SEQLENS:
-                    interleaved(d, causal, S, good, rounds=5, soak_ms=soak)
+                    interleaved(d, causal, S, good, rounds=5, soak_ms=soak_ms)
         sys.exit(0)
     for d in dims:
         for causal in (False, True):
