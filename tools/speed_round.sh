@@ -18,7 +18,8 @@
 # Usage on the device: bash tools/speed_round.sh [steps...]   (default: tests sanitize ab)
 set -u
 cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1 FA3LITE_CACHE_DIR=/tmp/fa3c
+# This tree first on the path of every step (peers_b puts FA4 ahead of it for the later steps).
+export PYTHONUNBUFFERED=1 FA3LITE_CACHE_DIR=/tmp/fa3c PYTHONPATH=$PWD:${PYTHONPATH:-}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 steps=${*:-tests sanitize ab}
@@ -28,37 +29,37 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/dev
 for step in $steps; do
   case $step in
     tests)
-      PYTHONPATH=$PWD:${PYTHONPATH:-} timeout "${TEST_LIMIT:-300}" python3 -m pytest -q -p no:cacheprovider -rf --tb=short -m gpu tests \
+      timeout "${TEST_LIMIT:-300}" python3 -m pytest -q -p no:cacheprovider -rf --tb=short -m gpu tests \
         > "$OUT/gpu_tests.log" 2>&1; echo "== tests rc=$? $(tail -n 1 "$OUT/gpu_tests.log")" ;;
     sanitize)
       for tool in ${SANITIZE_TOOLS:-racecheck synccheck memcheck}; do
-        PYTHONPATH=$PWD:${PYTHONPATH:-} PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool "$tool" \
+        PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool "$tool" \
           --report-api-errors no --print-limit 10 python3 tools/fwd_sanitize.py > "$OUT/san_${tool}_fwd.log" 2>&1
         echo "== $tool fwd rc=$? $(tail -n 1 "$OUT/san_${tool}_fwd.log")"
-        PYTHONPATH=$PWD:${PYTHONPATH:-} PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 200 compute-sanitizer --tool "$tool" \
+        PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 200 compute-sanitizer --tool "$tool" \
           --report-api-errors no --print-limit 10 python3 tools/sanitize_grid.py --quick > "$OUT/san_${tool}_bwd.log" 2>&1
         echo "== $tool bwd rc=$? $(tail -n 1 "$OUT/san_${tool}_bwd.log")"
       done ;;
     ab)
       if [ -d _before/fa3lite ]; then
-        PYTHONPATH=$PWD/_before:${PYTHONPATH:-} timeout 240 python3 -m fa3lite.bench $BENCH_ARGS $QUIET --out "$OUT/bench_before" \
+        PYTHONPATH=$PWD/_before:$PYTHONPATH timeout 240 python3 -m fa3lite.bench $BENCH_ARGS $QUIET --out "$OUT/bench_before" \
           > "$OUT/bench_before.log" 2>&1; echo "== bench before rc=$?"
       fi
-      PYTHONPATH=$PWD:${PYTHONPATH:-} timeout 240 python3 -m fa3lite.bench $BENCH_ARGS $QUIET --out "$OUT/bench_after" \
+      timeout 240 python3 -m fa3lite.bench $BENCH_ARGS $QUIET --out "$OUT/bench_after" \
         > "$OUT/bench_after.log" 2>&1; echo "== bench after rc=$?" ;;
     bench)
-      PYTHONPATH=$PWD:${PYTHONPATH:-} timeout "${BENCH_LIMIT:-500}" python3 -m fa3lite.bench $BENCH_ARGS --out "$OUT/bench" \
+      timeout "${BENCH_LIMIT:-500}" python3 -m fa3lite.bench $BENCH_ARGS --out "$OUT/bench" \
         > "$OUT/bench.log" 2>&1; echo "== bench rc=$?" ;;
     debug)
-      PYTHONPATH=$PWD:${PYTHONPATH:-} FA3LITE_DEBUG=1 timeout "${DEBUG_LIMIT:-150}" python3 -m pytest -q -x -p no:cacheprovider \
+      FA3LITE_DEBUG=1 timeout "${DEBUG_LIMIT:-150}" python3 -m pytest -q -x -p no:cacheprovider \
         ${DEBUG_TESTS:-tests/test_fwd_gpu.py tests/test_bwd_gpu.py} -k "${DEBUG_K:-causal}" > "$OUT/debug_tests.log" 2>&1
       echo "== debug tests rc=$? $(tail -n 1 "$OUT/debug_tests.log")" ;;
     det)
-      PYTHONPATH=$PWD:${PYTHONPATH:-} timeout 60 python3 tools/det_stress.py --head-dim "${DET_DIMS:-64,128,256}" --runs 20 \
+      timeout 60 python3 tools/det_stress.py --head-dim "${DET_DIMS:-64,128,256}" --runs 20 \
         > "$OUT/det_stress.log" 2>&1; echo "== det_stress rc=$?"; tail -n 2 "$OUT/det_stress.log" ;;
     race)
       for tool in racecheck synccheck; do
-        PYTHONPATH=$PWD:${PYTHONPATH:-} PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool "$tool" \
+        PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool "$tool" \
           --report-api-errors no python3 tools/race_bwd.py > "$OUT/race_${tool}.log" 2>&1
         echo "== race_bwd $tool rc=$? $(tail -n 1 "$OUT/race_${tool}.log")"
       done ;;
@@ -73,10 +74,10 @@ for step in $steps; do
         if [ "$1" = fwd ]; then role=Forward; else role=Backward; fi
         kernels=${NCU_KERNELS:-regex:fa3lite_$1\$|kernel_cutlass.*${role}Sm90}
         echo "===== CASE $c" >> "$OUT/ncu_metrics.txt"
-        PYTHONPATH=$PWD:${PYTHONPATH:-} timeout 120 ncu --clock-control none --profile-from-start off -k "$kernels" \
+        timeout 120 ncu --clock-control none --profile-from-start off -k "$kernels" \
           --metrics "$metrics" \
           python3 tools/ncu_probe.py $c >> "$OUT/ncu_metrics.txt" 2>&1
-        PYTHONPATH=$PWD:${PYTHONPATH:-} timeout 200 ncu --clock-control none --profile-from-start off -k "$kernels" \
+        timeout 200 ncu --clock-control none --profile-from-start off -k "$kernels" \
           --launch-count 1 \
           --section SourceCounters --section WarpStateStats --import-source no -f -o "/tmp/$tag" \
           python3 tools/ncu_probe.py $c > "$OUT/$tag.log" 2>&1
