@@ -7,11 +7,12 @@ A spin kernel is queued before the timed calls so the host gets ahead of the GPU
 first calls would include the host's launch latency rather than the GPU's time.
 
 Soak: under sustained load an H100 runs at its board power limit (700 W), where the SM clock falls
-from ~1.98 GHz to ~1.4-1.7 GHz within a fraction of a second, so a short batch timed right after an
-idle spell (a peer's JIT compile) runs at boost clocks while one timed right after a power-hungry
-peer starts throttled. With soak_s > 0 the step runs back to back for that long after the warm-up,
-so every batch is timed in the power state the call itself sustains, as in training
-(tools/clock_probe.py measures clock, power and energy per call; benchmarks/RESULTS.md section 33).
+from ~1.98 GHz to a median of ~1.5-1.8 GHz (hunting down to 1.2-1.4) within ~100 ms, so a short
+batch timed right after an idle spell (a peer's JIT compile) runs at boost clocks while one timed
+right after a power-hungry peer starts throttled. With soak_s > 0 the step runs back to back for
+that long after the warm-up, so every batch is timed in the power state the call itself sustains, as
+in training (tools/clock_probe.py measures clock, power and energy per call; benchmarks/RESULTS.md
+section 33).
 """
 from __future__ import annotations
 
