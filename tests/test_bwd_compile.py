@@ -85,11 +85,17 @@ def test_bwd_variant_resources_and_sass(variant):
     elif not variant.dkv_f32 and not variant.varlen:
         # 16-bit dK/dV leave through the staged tiles in whole-row 16-byte stores (bwd_epilogue.cuh)
         assert {op for op in sass if op.startswith("STG.")} == {"STG.E.128"}, sorted(sass)
+    # dQ claims (bwd_dq.cuh; narrow tiles over all keys): each writer takes a ticket per block and
+    # stores a first tile with bulk copies, one per consumer warpgroup's part
+    claimable = variant.dq_regions == 1
+    assert sass.get("ATOMG", 0) == (variant.dq_buffers if claimable else 0)
+    assert sass.get("UBLKCP.G.S", 0) == (2 * variant.dq_buffers if claimable else 0)
     # GPU-scope fences: the release that passes a deterministic dQ turn on (each dQ writer's, one
-    # copy per buffer, or wide the turn keeper's: no consumer thread fences its reductions) and,
-    # varlen, the one that publishes the sequence's tensor maps
+    # copy per buffer, or wide the turn keeper's: no consumer thread fences its reductions), the
+    # release of a claimed block's stored flag (each writer's) and, varlen, the one that publishes
+    # the sequence's tensor maps
     assert "MEMBAR.SC.GPU" not in sass
-    releases = (1 if wide else variant.dq_buffers) if need_dq else 0
+    releases = (1 if wide else variant.dq_buffers * (1 + int(claimable))) if need_dq else 0
     assert sass.get("MEMBAR.ALL.GPU", 0) == releases + int(variant.varlen)
     # S^T and dP^T (D/16 k-steps each), dV and dK (kBlockM/16 each), dQ (the keys one warpgroup sums)
     d, m, n = variant.kernel_dim, variant.block_m, variant.block_n

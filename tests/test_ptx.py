@@ -90,6 +90,10 @@ BULK_GMEM = PtxKernel(
     "ptx_test_bulk_gmem", ParamStruct("BulkGmemParams", _ptrs("acc", "flag", "seen", "acc4")),
     ("UBLKRED", "LDG.E.STRONG.GPU", "REDG.E.ADD.S32.STRONG.GPU", "REDG.E.ADD.F32x4", "FENCE.VIEW.ASYNC.G",
      "DEPBAR.LE"))
+BULK_CLAIM = PtxKernel(
+    "ptx_test_bulk_claim", ParamStruct("BulkClaimParams", _ptrs("acc", "word", "tickets")),
+    ("UBLKCP.G.S", "UBLKRED", "ATOMG.E.ADD.S32.STRONG.GPU", "LDG.E.STRONG.GPU", "REDG.E.ADD.S32.STRONG.GPU",
+     "FENCE.VIEW.ASYNC.G", "DEPBAR.LE"))
 
 WGMMA_PARAMS = ParamStruct("WgmmaParams", _ptrs("a", "b", "c", "d") + tuple(
     (n, "i32") for n in ("rs", "trans_b", "accumulate")))
@@ -104,7 +108,7 @@ WGMMA_STEPS = 4                # k16 steps of K = 64
 WGMMA_VARIANTS = 4             # (SS, RS) x (K-major B, MN-major B) in each kernel
 
 KERNELS = [MBAR, TMA_LOAD, TMA_STORE, TMA_REDUCE, MATH, SMEM, ELECT, SETMAXNREG, NAMED_BARRIER, BULK_GMEM,
-           *WGMMA.values()]
+           BULK_CLAIM, *WGMMA.values()]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -562,3 +566,18 @@ def test_bulk_reduce_with_acquire_release_semaphore():
     assert torch.equal(seen.cpu().double().view(blocks, 2), torch.stack([0.5 * before, 0.5 * n * before], 1))
     assert flag.item() == blocks
     assert torch.equal(acc4.cpu().double(), 0.25 * torch.arange(1, 4 * 32 + 1).double() * weights.sum())
+
+
+@gpu
+@requires_hopper
+def test_bulk_store_claims_an_unzeroed_accumulator():
+    d = _dev()
+    blocks, n = 8, 64
+    acc = torch.full((n,), float("nan"), device=d)
+    word = torch.zeros(1, dtype=torch.int32, device=d)
+    tickets = torch.full((blocks,), -1, dtype=torch.int32, device=d)
+    _run(BULK_CLAIM, blocks, 32, acc=acc, word=word, tickets=tickets)
+    j = torch.arange(1, n + 1).double()
+    assert torch.equal(acc.cpu().double(), 0.5 * j * torch.arange(1, blocks + 1).double().sum())
+    assert sorted(t & ((1 << 30) - 1) for t in tickets.tolist()) == list(range(blocks))
+    assert word.item() == (1 << 30) + blocks

@@ -23,6 +23,16 @@
 //                 after the buffer's last block, which nobody waits for); (deterministic: wait
 //                 until the adds are done, pass the turn on)
 //
+// Claims (p.dq_claims; narrow, tiles over all keys, not deterministic): the accumulator is not zeroed
+// (the preprocess's pass over it was a third of its traffic). Each query block has a claim word in
+// dq_sem. The writer takes a ticket (atomic add) when it starts a block, before its tile is ready, so
+// the round trip hides behind the consumers' work. Ticket 0 stores its tile (a bulk copy, not a
+// reduce) and, once the copy has landed, releases kClaimStored into the word; every later ticket adds
+// its tile after it acquired that flag -- usually from its own ticket, which read the word: with a
+// causal mask the block's first visitor started there long before. Nobody waits for a CTA that has
+// not started (the ticket holder is running), so the order of the launch does not matter. A block
+// no key block visits keeps a zero word, and the postprocess writes zeros for it.
+//
 // Wide, deterministic: the consumers add from registers, and the turn counters are kept by one warp
 // per consumer warpgroup wg (producer warpgroup, warp 1 + wg), so no consumer thread ever spins on a
 // counter or waits for its additions to reach global memory:
@@ -97,28 +107,57 @@ __device__ __forceinline__ void wait_turn(const i32* sem, int turn) {
   gmem::fence_proxy_async_global();   // the bulk reduce (async proxy) comes after the acquire
 }
 
+// Claims: the flag in a query block's claim word once the first tile has landed (tickets count below it).
+constexpr i32 kClaimStored = 1 << 30;
+
+// Claims, a later ticket: wait until the first tile of the block has landed (`ticket`, the word's value
+// when the ticket was taken, may already say so); the bulk reduce that follows is ordered after it.
+__device__ __forceinline__ void wait_stored(const i32* claim, i32 ticket) {
+#ifdef FA3LITE_DEBUG
+  for (u32 spins = 0; !(ticket & kClaimStored); ++spins) {
+    if (spins == FA3LITE_DEBUG_SPINS) {
+      printf("fa3lite: dQ claim wait timed out: block %d\n", blockIdx.x);
+      asm volatile("trap;");
+    }
+    ticket = gmem::ld_acquire(claim);
+  }
+#else
+  while (!(ticket & kClaimStored)) ticket = gmem::ld_acquire(claim);
+#endif
+  gmem::fence_proxy_async_global();   // the bulk reduce (async proxy) comes after the acquire
+}
+
 // Writer of dQ buffer `buf`: visits first + buf, first + buf + kDqBuffers, ... (query_block). Run by a
 // whole warp; lane 0 issues the bulk operations. Each warpgroup's part goes out as soon as that
 // warpgroup stored it, and is handed back as soon as the bulk reduce has read it. The buffer is a
-// template argument so the barrier ids are immediates (the writer has 24 registers).
-template <int Buf>
-__device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t) {
+// template argument so the barrier ids are immediates. The writer has 24 registers: claims and the
+// deterministic turns (whose rotated order divides) each get a loop of their own, and neither spills.
+template <int Buf, bool Claims>
+__device__ __forceinline__ void bwd_dq_writer_loop(const BwdParams& p, const BwdSmem& sm, const BwdTile& t) {
   const bool leader = threadIdx.x % 32 == 0;
+  const bool deterministic = !Claims && p.deterministic;
   for (int v = visit_first(t) + Buf; v < t.m_end; v += kDqBuffers) {
     const int m = query_block(t, v);
     float* const dst = p.dq_accum + dq_block(p, t, m) * kDqBlockFloats;
+    i32* const word = dq_turn_counter(p, t, m, 0);   // the turn counter or claim word
+    const i32 ticket = leader && Claims ? gmem::atom_acquire_add(word, 1) : 0;   // used after the tile's wait
 #pragma unroll
     for (int wg = 0; wg < kConsumerWarpgroups; ++wg) {
       named_barrier::sync(dq_full_barrier(Buf, wg), kDqSyncThreads);
       if (leader) {
-        if (wg == 0 && p.deterministic) wait_turn(dq_turn_counter(p, t, m, 0), dq_turn(p, t, m));
+        if (wg == 0 && deterministic) wait_turn(word, dq_turn(p, t, m));
+        if (wg == 0 && Claims && ticket != 0) wait_stored(word, ticket);
         // Two partial tiles of one block (kDqAllKeys false) add into the same floats: bulk
         // operations are unordered, so the fixed order needs the first to finish before the second
         // starts. (Adding the second into an accumulator of its own, summed by the postprocess,
         // measured no faster.) The halves of a tile over all keys are disjoint.
-        if (!kDqAllKeys && wg > 0 && p.deterministic) tma::wait_group<0>();
-        bulk::reduce_add_f32(dst + (kDqAllKeys ? wg * kDqPartBytes / 4 : 0), sm.dq(Buf, 0) + wg * kDqPartBytes,
-                             kDqPartBytes);
+        if (!kDqAllKeys && wg > 0 && deterministic) tma::wait_group<0>();
+        float* const part = dst + (kDqAllKeys ? wg * kDqPartBytes / 4 : 0);
+        if (Claims && ticket == 0) {
+          bulk::store(part, sm.dq(Buf, 0) + wg * kDqPartBytes, kDqPartBytes);
+        } else {
+          bulk::reduce_add_f32(part, sm.dq(Buf, 0) + wg * kDqPartBytes, kDqPartBytes);
+        }
         tma::commit_group();
       }
     }
@@ -131,15 +170,26 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem&
     if (leader) tma::wait_group_read<0>();
     __syncwarp();
     if (again) named_barrier::arrive(dq_empty_barrier(Buf, 1), kDqSyncThreads);
-    if (leader && p.deterministic) {
-      tma::wait_group<0>();                   // the adds are done in global memory ...
+    if (leader && (deterministic || (Claims && ticket == 0))) {
+      tma::wait_group<0>();                   // the adds or the first stores are done in global memory ...
       gmem::fence_proxy_async_global();
-      gmem::red_release_add(dq_turn_counter(p, t, m, 0), 1);   // ... before the next key block may add
+      // ... before the next key block adds (its turn), or any other adds (the stored flag)
+      gmem::red_release_add(word, Claims ? kClaimStored : 1);
     }
   }
   // No wait for the last adds to complete: the CTA may exit once its tiles were read from shared
   // memory (above, per block), as a TMA-store epilogue does; the adds land before the kernel ends,
   // which is all the postprocess needs. Waiting would hold the SM for a round trip to L2.
+}
+
+template <int Buf>
+__device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t) {
+  // Claims need tiles over all keys: two partial tiles of one block would need an order.
+  if (kDqAllKeys && p.dq_claims) {
+    bwd_dq_writer_loop<Buf, true>(p, sm, t);
+  } else {
+    bwd_dq_writer_loop<Buf, false>(p, sm, t);
+  }
 }
 
 // Wide, deterministic: the turn keeper of consumer warpgroup wg (the hand-off at the top). Run by a

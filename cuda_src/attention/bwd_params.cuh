@@ -12,8 +12,10 @@ struct BwdParams {
   TmaDesc dout;           // like q
   const float* lse_log2;  // (B, Hq, num_m_blocks * kBlockM): LSE * log2(e); +inf for masked/padded rows
   const float* dpsum;     // same shape: rowsum(dO * O); 0 for padded rows
-  float* dq_accum;        // (B, Hq, num_m_blocks, kBlockM * D) f32, zeroed; fragment order (bwd_dq.cuh)
-  i32* dq_sem;            // (B, Hq, num_m_blocks, kSemsPerBlock), zeroed: deterministic-mode turn counters
+  float* dq_accum;        // (B, Hq, num_m_blocks, kBlockM * D) f32, fragment order (bwd_dq.cuh); zeroed
+                          // unless dq_claims
+  i32* dq_sem;            // (B, Hq, num_m_blocks, kSemsPerBlock), zeroed: deterministic-mode turn counters,
+                          // or with dq_claims each query block's claim word
   void* dk;               // (B, Sk, Hq, D) contiguous: Element, or f32 when kDkvF32; kVarlen (total_k, Hq, D)
   void* dv;
   // kVarlen (as in the forward's params.cuh): packed sequences, per-CTA maps of the CTA's sequence
@@ -41,6 +43,7 @@ struct BwdParams {
                           // kVarlen: both relative to each sequence's diagonal j = i + Sk - Sq
   i32 deterministic;      // nonzero: dQ contributions are added in key-block order
   i32 lpt_heads;          // > 0: key blocks launched longest first in groups of this many heads (bwd_scheduler.cuh)
+  i32 dq_claims;          // nonzero: the first dQ tile of each query block is stored, not added (bwd_dq.cuh)
   float scale_log2;       // softmax_scale * log2(e); softcap * log2(e) with kSoftcap
   float softmax_scale;
   float softcap_scale;    // kSoftcap: softmax_scale / softcap, the factor inside the tanh

@@ -13,6 +13,11 @@ __device__ __forceinline__ void reduce_add_f32(float* dst, u32 src, u32 bytes) {
                :: "l"(dst), "r"(src), "r"(bytes) : "memory");
 }
 
+// Copy `bytes` of shared `src` to global `dst`; completes as part of the current bulk group.
+__device__ __forceinline__ void store(void* dst, u32 src, u32 bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+               :: "l"(dst), "r"(src), "r"(bytes) : "memory");
+}
 // Copy `bytes` from global `src` into shared `dst`; completion adds the bytes to mbarrier `bar`'s
 // transaction count (arm it with arrive_expect_tx first).
 __device__ __forceinline__ void load(u32 dst, const void* src, u32 bytes, u32 bar) {

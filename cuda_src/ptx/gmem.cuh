@@ -23,6 +23,13 @@ __device__ __forceinline__ void st_relaxed_cta(i32* p, i32 v) {
   asm volatile("st.relaxed.cta.global.b32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
 
+// Atomically add to a counter with acquire semantics at GPU scope and return its old value: a ticket
+// that also reads a flag other threads released into the same word.
+__device__ __forceinline__ i32 atom_acquire_add(i32* p, i32 v) {
+  i32 old;
+  asm volatile("atom.acquire.gpu.global.add.s32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
 // Atomically add to a flag with release semantics at GPU scope (publishes this thread's prior writes).
 __device__ __forceinline__ void red_release_add(i32* p, i32 v) {
   asm volatile("red.release.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory");

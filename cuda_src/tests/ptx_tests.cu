@@ -639,3 +639,50 @@ extern "C" __global__ void __launch_bounds__(32, 1) ptx_test_bulk_gmem(const __g
   }
 }
 #endif
+
+// ------------------------------------------------------------------------------------------------
+// bulk::store + gmem::atom_acquire_add: the backward's dQ claims (attention/bwd_dq.cuh) on an
+// accumulator that nobody zeroed. Block b takes a ticket; ticket 0 stores its row (b + 1) (j + 1) / 2
+// (j < 64) with a bulk copy, drains it, fences and releases kClaimFlag into the word; every other
+// ticket waits until the word (first as its ticket read it) holds the flag, fences and adds its row
+// with a bulk reduction. tickets[b] records each block's ticket. Launch: 8 blocks x 32 threads.
+struct BulkClaimParams {
+  float* acc;      // 64 floats, NaN: must be stored before anything adds
+  i32* word;       // 1 int, zero
+  i32* tickets;    // [blocks]
+};
+
+#ifdef FA3LITE_BUILD_ptx_test_bulk_claim
+PTX_TEST_CHECK_PARAMS(BulkClaimParams)
+
+enum : int { kClaimFloats = 64, kClaimFlag = 1 << 30 };
+
+extern "C" __global__ void __launch_bounds__(32, 1) ptx_test_bulk_claim(const __grid_constant__ BulkClaimParams p) {
+  __shared__ __align__(16) float row[kClaimFloats];
+  const int b = blockIdx.x, t = threadIdx.x;
+  for (int j = t; j < kClaimFloats; j += 32) row[j] = 0.5f * (b + 1) * (j + 1);
+  fence::proxy_async_smem();  // the bulk copy or reduction reads row through the async proxy
+  __syncwarp();
+  if (t == 0) {
+    const i32 ticket = gmem::atom_acquire_add(p.word, 1);
+    p.tickets[b] = ticket;
+    if (ticket == 0) {
+      bulk::store(p.acc, smem_addr(row), kClaimFloats * 4);
+      tma::commit_group();
+      tma::wait_group<0>();
+      gmem::fence_proxy_async_global();
+      gmem::red_release_add(p.word, kClaimFlag);
+    } else {
+      i32 seen = ticket;
+      for (u32 spins = 0; !(seen & kClaimFlag); ++spins) {
+        if (spins == kSpinLimit) asm volatile("trap;");  // the first row never landed: fail, do not hang
+        seen = gmem::ld_acquire(p.word);
+      }
+      gmem::fence_proxy_async_global();
+      bulk::reduce_add_f32(p.acc, smem_addr(row), kClaimFloats * 4);
+      tma::commit_group();
+      tma::wait_group<0>();
+    }
+  }
+}
+#endif

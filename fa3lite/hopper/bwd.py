@@ -15,13 +15,15 @@ the preprocess's lse_log2 and dpsum, after the launches on the same stream).
 
 Up to three launches on torch's current stream:
   1. preprocess (bwd_preprocess.cu): dpsum = rowsum(dO * O) and lse_log2, both (B, Hq, Sq padded to
-     whole query blocks) f32, and zeroes the dQ accumulator and turn counters. Always (both
-     gradients need dpsum and lse_log2).
+     whole query blocks) f32, and zeroes the turn counters or claim words and, without claims, the
+     dQ accumulator. Always (both gradients need dpsum and lse_log2).
   2. main kernel (bwd_kernel.cu): one CTA per (key block, query head, batch) -- 128 key rows, or 64
-     for D = 256 -- writes dK/dV and adds dQ contributions into a zeroed f32 accumulator
-     (B, Hq, m_blocks, block_m * D) in fragment order (cuda_src/attention/bwd_dq.cuh). Causal CTAs
-     are launched longest first within groups of heads sized to L2 (lpt_heads, bwd_scheduler.cuh).
-  3. postprocess (bwd_postprocess.cu): dq = softmax_scale * accumulator in (B, Sq, Hq, D).
+     for D = 256 -- writes dK/dV and adds dQ contributions into an f32 accumulator
+     (B, Hq, m_blocks, block_m * D) in fragment order (cuda_src/attention/bwd_dq.cuh); with claims
+     (dq_claims) each query block's first contribution is stored instead. Causal CTAs are launched
+     longest first within groups of heads sized to L2 (lpt_heads, bwd_scheduler.cuh).
+  3. postprocess (bwd_postprocess.cu): dq = softmax_scale * accumulator in (B, Sq, Hq, D) (zeros for a
+     block no key block claimed).
 need_dq / need_dkv pick a compiled variant (BwdVariant) that computes only those gradients: without
 dq there is no accumulator, no turn counters, no postprocess and no dQ work in the main kernel;
 without dk/dv no dk/dv buffers (and no GQA f32 buffers or sum) and no dV/dK work in the kernel.
@@ -64,7 +66,8 @@ BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
     ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"), ("dout_row_bytes", "i64"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
     ("num_m_blocks", "i32"), ("num_n_blocks", "i32"), ("causal_offset", "i32"), ("local_offset", "i32"),
-    ("deterministic", "i32"), ("lpt_heads", "i32"), ("scale_log2", "f32"), ("softmax_scale", "f32"),
+    ("deterministic", "i32"), ("lpt_heads", "i32"), ("dq_claims", "i32"), ("scale_log2", "f32"),
+    ("softmax_scale", "f32"),
     ("softcap_scale", "f32"),
 ))
 
@@ -79,7 +82,7 @@ PRE_PARAMS = ParamStruct("fa3lite::attn::bwd::PreParams", (
 ))
 
 POST_PARAMS = ParamStruct("fa3lite::attn::bwd::PostParams", (
-    ("dq_accum", "ptr"), ("dq", "ptr"), ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"),
+    ("dq_accum", "ptr"), ("dq", "ptr"), ("dq_claims", "ptr"), ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"),
     ("seqlen_q", "i32"), ("num_heads", "i32"), ("num_m_blocks", "i32"), ("scale", "f32"),
 ))
 
@@ -224,7 +227,7 @@ class BwdVariant:
 # The leading fields of each block, which a call fills in (launch.Prepared); the rest is per plan.
 PRE_HEAD = PRE_PARAMS.head("dout", "out", "lse", "lse_log2", "dpsum", "dq_accum", "dq_sem")
 MAIN_HEAD = BWD_PARAMS.head("q", "k", "v", "dout", "lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv")
-POST_HEAD = POST_PARAMS.head("dq_accum", "dq")
+POST_HEAD = POST_PARAMS.head("dq_accum", "dq", "dq_claims")
 
 NEEDS = ((True, True), (True, False), (False, True))   # (need_dq, need_dkv) of the buildable variants
 
@@ -314,6 +317,14 @@ def turn_order(deterministic: bool, rotatable: bool, n_blocks: int, device: int)
     if not deterministic:
         return 0
     return ROTATED_TURNS if rotatable and 2 * n_blocks <= sm_count(device) else 1
+
+
+def dq_claims(variant: BwdVariant, deterministic: bool) -> bool:
+    """Whether a call adds dQ with claims (bwd_dq.cuh): each query block's first tile is stored, so the
+    preprocess zeroes one claim word per block instead of the f32 accumulator (a third of its
+    traffic). Narrow variants whose dQ tile sums over all keys (dq_regions 1); not deterministic,
+    whose turns add into the zeroed accumulator."""
+    return variant.dq_regions == 1 and not deterministic
 
 
 def lpt_heads(q: torch.Tensor, v: torch.Tensor, heads: int) -> int:
@@ -417,6 +428,7 @@ class _BwdPlan:
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, dtype, variant.debug
         self.pre, self.main, self.post = _kernels(variant, self.dev)   # a runtime failure raises here
         self.need_dq, self.need_dkv, self.deterministic = need_dq, need_dkv, deterministic
+        self.claims = dq_claims(variant, deterministic)
         # Operands whose layout the tensor maps cannot take are copied on every call (tma_ready).
         self.copies = tuple(bool(checks.layout_reasons("t", t)) for t in (q, k, v, dout, out))
         self.any_copy = any(self.copies)
@@ -430,8 +442,9 @@ class _BwdPlan:
             raise ValueError(f"too many key blocks for one launch: {ctas} > {MAX_GRID_X}")
         self.rows = B * Hq * rows_pad                      # lse_log2 and dpsum: one buffer, two halves
         self.accum = B * Hq * rows_pad * variant.kernel_dim if need_dq else 0
-        # turn counters, padded so that what follows them in one allocation stays 256-byte aligned
-        self.sems = -(-B * Hq * m_blocks * variant.sems_per_block // 64) * 64 if deterministic else 0
+        # turn counters or claim words, padded so that what follows them in one allocation stays
+        # 256-byte aligned
+        self.sems = -(-B * Hq * m_blocks * variant.sems_per_block // 64) * 64 if deterministic or self.claims else 0
         self.group = (Hk, Hq // Hk)
         # dK is q's head dim wide, dV v's (per query head in f32 with GQA, then summed over the group)
         self.q_shape, self.dk_shape, self.dv_shape = (B, Sq, Hq, D), (B, Sk, Hq, D), (B, Sk, Hq, Dv)
@@ -460,9 +473,9 @@ class _BwdPlan:
             num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset, local_offset=local_offset,
             deterministic=turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
             softmax_scale=softmax_scale,
-            lpt_heads=lpt_heads(q, v, B * Hq) if banded and not deterministic else 0,
+            lpt_heads=lpt_heads(q, v, B * Hq) if banded and not deterministic else 0, dq_claims=int(self.claims),
             **score_scales(softmax_scale, softcap))
-        post_params = POST_PARAMS.pack(dq_accum=0, dq=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq, num_heads=Hq,
+        post_params = POST_PARAMS.pack(dq_accum=0, dq=0, dq_claims=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq, num_heads=Hq,
                                        num_m_blocks=m_blocks, scale=softmax_scale)
         # The fields a call fills in lead each block (PRE/BWD/POST_PARAMS): addresses, and the main
         # kernel's four tensor maps first; each launch packs them with one struct (launch.Prepared).
@@ -492,11 +505,13 @@ class _BwdPlan:
         if self.any_copy:
             q, k, v, dout, out = (t.clone(memory_format=torch.contiguous_format) if c else t
                                   for c, t in zip(self.copies, (q, k, v, dout, out)))
-        # One work buffer: the dQ accumulator, the turn counters, lse_log2 and dpsum. The preprocess
-        # writes all of it (zeroes the first two), so it needs no memset; NaN in debug builds.
+        # One work buffer: the dQ accumulator, the turn counters or claim words, lse_log2 and dpsum. The
+        # preprocess writes all of it (zeroes the counters, and the accumulator unless the main kernel
+        # claims it), so it needs no memset; NaN in debug builds.
         work = self._buffer(lse, (self.accum + self.sems + 2 * self.rows,))   # lse: float32
         accum = work.data_ptr() if self.need_dq else 0
         sems = accum + 4 * self.accum if self.sems else 0
+        claims = sems if self.claims else 0
         lse_log2 = work.data_ptr() + 4 * (self.accum + self.sems)
         dpsum = lse_log2 + 4 * self.rows
         tq, tk, tv = self.torch_shapes if torch_layout else ((self.q_shape, None), (self.dk_shape, None),
@@ -511,12 +526,12 @@ class _BwdPlan:
         stream = cdriver.stream(launch.stream_handle(self.dev))
         mq, mk, mv, mdo = self.makers
         with on_device(self.dev):
-            self.pre_launch.launch(stream, dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum, accum,
-                                   sems)
+            self.pre_launch.launch(stream, dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum,
+                                   0 if claims else accum, sems)
             self.main_launch.launch(stream, mq(q.data_ptr()), mk(k.data_ptr()), mv(v.data_ptr()),
                                     mdo(dout.data_ptr()), lse_log2, dpsum, accum, sems, _ptr(dk), _ptr(dv))
             if self.need_dq:
-                self.post_launch.launch(stream, accum, dq.data_ptr())
+                self.post_launch.launch(stream, accum, dq.data_ptr(), claims)
         dsink = None
         if self.stats_shape is not None:
             dsink = sink_grad(work, self.accum + self.sems, self.stats_shape, sink)
