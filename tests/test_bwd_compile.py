@@ -36,6 +36,30 @@ def test_all_variants_are_listed():
     assert not any(v.dkv_f32 and not v.need_dkv for v in variants)
 
 
+def test_dq_claims_where_a_tile_sums_over_all_keys():
+    # claims (bwd_dq.cuh) need one writer tile over all keys (narrow: dq_regions 1) and no turns
+    claims, V = hopper_bwd.dq_claims, hopper_bwd.BwdVariant
+    assert claims(V(64, "bf16", False), False) and claims(V(128, "bf16", True, dkv_f32=True), False)
+    assert claims(V(96, "fp16", False, varlen=True), False) and claims(V(128, "bf16", False, softcap=True), False)
+    assert not claims(V(64, "bf16", False), True)                        # deterministic: turns
+    assert not claims(V(64, "bf16", False, softcap=True), False)         # two partial tiles per block
+    assert not claims(V(256, "bf16", False), False) and not claims(V(192, "bf16", True), False)   # wide
+    assert not claims(V(128, "bf16", False, need_dq=False), False)
+
+
+def test_rotated_walk_without_turns_in_the_narrow_layout():
+    # full masks of the narrow layout walk rotated without turns (bwd_scheduler.cuh), whatever
+    # gradients the call computes, so a dK/dV-only call sums in the order of a full one
+    walk, V = hopper_bwd.rotated_walk, hopper_bwd.BwdVariant
+    for needs in ((True, True), (True, False), (False, True)):
+        assert walk(V(64, "bf16", False, need_dq=needs[0], need_dkv=needs[1]), False)
+        assert walk(V(128, "bf16", False, need_dq=needs[0], need_dkv=needs[1]), False)
+    assert walk(V(96, "bf16", False, varlen=True), False)
+    assert not walk(V(64, "bf16", True), False)                          # banded masks: descending starts
+    assert not walk(V(64, "bf16", False), True)                          # deterministic: turn_order decides
+    assert not walk(V(256, "bf16", False), False) and not walk(V(64, "bf16", False, softcap=True), False)
+
+
 def test_ring_depth_follows_the_step_and_the_mask():
     # three Q/dO stages only with 128-query steps (D = 64, no softcap) and dQ; banded masks over few
     # query blocks keep two (short_ring), and the flag means nothing where three do not apply
@@ -85,11 +109,12 @@ def test_bwd_variant_resources_and_sass(variant):
     elif not variant.dkv_f32 and not variant.varlen:
         # 16-bit dK/dV leave through the staged tiles in whole-row 16-byte stores (bwd_epilogue.cuh)
         assert {op for op in sass if op.startswith("STG.")} == {"STG.E.128"}, sorted(sass)
-    # dQ claims (bwd_dq.cuh; narrow tiles over all keys): each writer takes a ticket per block and
-    # stores a first tile with bulk copies, one per consumer warpgroup's part
+    # First dQ tiles are stored with bulk copies (bwd_dq.cuh): each writer's loop with claims (narrow
+    # tiles over all keys: a ticket per block, a copy per consumer warpgroup's part) and its loop with
+    # turns (a copy per part over all keys, else of the first partial tile)
     claimable = variant.dq_regions == 1
     assert sass.get("ATOMG", 0) == (variant.dq_buffers if claimable else 0)
-    assert sass.get("UBLKCP.G.S", 0) == (2 * variant.dq_buffers if claimable else 0)
+    assert sass.get("UBLKCP.G.S", 0) == variant.dq_buffers * (4 if claimable else 1)
     # GPU-scope fences: the release that passes a deterministic dQ turn on (each dQ writer's, one
     # copy per buffer, or wide the turn keeper's: no consumer thread fences its reductions), the
     # release of a claimed block's stored flag (each writer's) and, varlen, the one that publishes

@@ -143,25 +143,27 @@ def _poison_allocator(nbytes=256 << 20):
     torch.cuda.synchronize()
 
 
+@pytest.mark.parametrize("deterministic", [False, True], ids=["claims", "turns"])
 @pytest.mark.parametrize("offset", [None, -300], ids=["bottom_right", "rows_see_nothing"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("head_dim", (64, 96, 128))
-def test_dq_claims_on_poisoned_memory(head_dim, causal, offset):
-    """Narrow variants do not zero the dQ accumulator (bwd_dq.cuh claims): each query block's first
-    tile is stored and later ones added, and a block no key block visits comes out as zeros. The
-    accumulator's memory held NaN before, many key blocks race for each query block."""
+def test_dq_first_tiles_on_poisoned_memory(head_dim, causal, offset, deterministic):
+    """Narrow variants do not zero the dQ accumulator (bwd_dq.cuh): each query block's first tile is
+    stored (claims, or the first turn) and later ones added, and a block no key block visits comes
+    out as zeros. The accumulator's memory held NaN before; many key blocks race for each query
+    block."""
     torch.manual_seed(12)
     if offset is not None and not causal:
         pytest.skip("the offset only moves a causal mask")
     q, k, v, do = make_inputs(2, 1100, 1300, 4, 4, head_dim, torch.bfloat16)
     _poison_allocator()
-    result = run_case(q, k, v, do, causal, offset)
+    result = run_case(q, k, v, do, causal, offset, deterministic=deterministic)
     assert_case(result)
     if offset is not None:
         scale = head_dim ** -0.5
         ref = math_attention_grads(q, k, v, do, scale, True, offset, torch.float32)
         _poison_allocator()
-        dq = hopper_bwd.backward(do, q, k, v, ref[0].to(q.dtype), ref[1], scale, True, offset)[0]
+        dq = hopper_bwd.backward(do, q, k, v, ref[0].to(q.dtype), ref[1], scale, True, offset, deterministic)[0]
         assert (dq[:, :-offset] == 0).all() and not torch.isnan(dq).any()
 
 

@@ -32,7 +32,7 @@ def main() -> None:
     kernel = launch.load(variant.postprocess_spec(), dev, 0)
     accum = torch.zeros(128 * 128, dtype=torch.float32, device="cuda")   # one query block of the accumulator
     dq = torch.empty(128 * 128, dtype=torch.bfloat16, device="cuda")
-    params = hopper_bwd.POST_PARAMS.pack(dq_accum=accum.data_ptr(), dq=dq.data_ptr(), dq_claims=0, cu_seqlens_q=0,
+    params = hopper_bwd.POST_PARAMS.pack(dq_accum=accum.data_ptr(), dq=dq.data_ptr(), dq_visits=0, cu_seqlens_q=0,
                                          seqused_q=0, seqlen_q=1, num_heads=1, num_m_blocks=1, scale=1.0)
     block = launch.staging_view(len(params))
     block[:len(params)] = params

@@ -31,7 +31,10 @@
 // its tile after it acquired that flag -- usually from its own ticket, which read the word: with a
 // causal mask the block's first visitor started there long before. Nobody waits for a CTA that has
 // not started (the ticket holder is running), so the order of the launch does not matter. A block
-// no key block visits keeps a zero word, and the postprocess writes zeros for it.
+// no key block visits keeps a zero word, and the postprocess writes zeros for it. Deterministic
+// turns in the narrow layout need no claims: turn 0 stores (with two partial tiles, the first; the
+// second adds after it, as any second part does), and a turn counter still 0 marks a block nobody
+// visited. (Wide: the consumers add from registers into the zeroed accumulator.)
 //
 // Wide, deterministic: the consumers add from registers, and the turn counters are kept by one warp
 // per consumer warpgroup wg (producer warpgroup, warp 1 + wg), so no consumer thread ever spins on a
@@ -141,11 +144,14 @@ __device__ __forceinline__ void bwd_dq_writer_loop(const BwdParams& p, const Bwd
     float* const dst = p.dq_accum + dq_block(p, t, m) * kDqBlockFloats;
     i32* const word = dq_turn_counter(p, t, m, 0);   // the turn counter or claim word
     const i32 ticket = leader && Claims ? gmem::atom_acquire_add(word, 1) : 0;   // used after the tile's wait
+    const int turn = leader && deterministic ? dq_turn(p, t, m) : -1;
+    // The block's first tile is stored (the accumulator is not zeroed): ticket 0, or the first turn.
+    const bool first = Claims ? ticket == 0 : turn == 0;
 #pragma unroll
     for (int wg = 0; wg < kConsumerWarpgroups; ++wg) {
       named_barrier::sync(dq_full_barrier(Buf, wg), kDqSyncThreads);
       if (leader) {
-        if (wg == 0 && deterministic) wait_turn(word, dq_turn(p, t, m));
+        if (wg == 0 && deterministic) wait_turn(word, turn);
         if (wg == 0 && Claims && ticket != 0) wait_stored(word, ticket);
         // Two partial tiles of one block (kDqAllKeys false) add into the same floats: bulk
         // operations are unordered, so the fixed order needs the first to finish before the second
@@ -153,7 +159,7 @@ __device__ __forceinline__ void bwd_dq_writer_loop(const BwdParams& p, const Bwd
         // measured no faster.) The halves of a tile over all keys are disjoint.
         if (!kDqAllKeys && wg > 0 && deterministic) tma::wait_group<0>();
         float* const part = dst + (kDqAllKeys ? wg * kDqPartBytes / 4 : 0);
-        if (Claims && ticket == 0) {
+        if (first && (kDqAllKeys || wg == 0)) {
           bulk::store(part, sm.dq(Buf, 0) + wg * kDqPartBytes, kDqPartBytes);
         } else {
           bulk::reduce_add_f32(part, sm.dq(Buf, 0) + wg * kDqPartBytes, kDqPartBytes);
@@ -170,7 +176,7 @@ __device__ __forceinline__ void bwd_dq_writer_loop(const BwdParams& p, const Bwd
     if (leader) tma::wait_group_read<0>();
     __syncwarp();
     if (again) named_barrier::arrive(dq_empty_barrier(Buf, 1), kDqSyncThreads);
-    if (leader && (deterministic || (Claims && ticket == 0))) {
+    if (leader && (deterministic || (Claims && first))) {
       tma::wait_group<0>();                   // the adds or the first stores are done in global memory ...
       gmem::fence_proxy_async_global();
       // ... before the next key block adds (its turn), or any other adds (the stored flag)

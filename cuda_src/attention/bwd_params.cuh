@@ -44,6 +44,8 @@ struct BwdParams {
   i32 deterministic;      // nonzero: dQ contributions are added in key-block order
   i32 lpt_heads;          // > 0: key blocks launched longest first in groups of this many heads (bwd_scheduler.cuh)
   i32 dq_claims;          // nonzero: the first dQ tile of each query block is stored, not added (bwd_dq.cuh)
+  i32 rotated_walk;       // nonzero, not deterministic: a full mask's key blocks walk the query blocks
+                          // from their own on (bwd_scheduler.cuh)
   float scale_log2;       // softmax_scale * log2(e); softcap * log2(e) with kSoftcap
   float softmax_scale;
   float softcap_scale;    // kSoftcap: softmax_scale / softcap, the factor inside the tanh

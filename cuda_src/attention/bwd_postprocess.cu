@@ -5,8 +5,9 @@
 // rows r and r + 8), scaled and converted into a row-major tile in shared memory, and the tile's
 // rows go out in 16-byte stores, so every warp writes whole 32-byte sectors (a fragment-order
 // store of the pairs would write 16 bytes per row and sector).
-// With claims (bwd_dq.cuh) the accumulator was not zeroed: a block whose claim word is 0 was visited
-// by no key block (no key visible to its rows), and its dq rows are zeros.
+// Where the main kernel stores each query block's first tile (claims or the first turn, bwd_dq.cuh)
+// the accumulator was not zeroed: a block whose claim word or turn counter is 0 was visited by no key
+// block (no key is visible to its rows), and its dq rows are zeros.
 #include "../ptx/math.cuh"
 #include "../ptx/types.cuh"
 
@@ -26,7 +27,7 @@ namespace fa3lite { namespace attn { namespace bwd {
 struct PostParams {
   const float4* dq_accum;   // (B, H, num_m_blocks, kBlockM * D / 4)
   u16* dq;                  // (B, Sq, H, D) contiguous, or varlen (total_q, H, D)
-  const i32* dq_claims;     // claims: one word per query block (0: not visited), else null
+  const i32* dq_visits;     // claim words or turn counters, one per query block (0: not visited), or null
   const i32* cu_seqlens_q;  // varlen: (B + 1,) row offsets of the packed dq, else null
   const i32* seqused_q;     // varlen: (B,) or null
   i32 seqlen_q;
@@ -79,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_postproc
   }
   // Varlen: a block past the sequence's rows has no dq row (and its accumulator was never zeroed).
   if (m * kBlockM >= seqlen_q) return;
-  const bool visited = p.dq_claims == nullptr || p.dq_claims[blk] != 0;
+  const bool visited = p.dq_visits == nullptr || p.dq_visits[blk] != 0;
 
   for (int f = threadIdx.x; f < kBlockF4; f += kBlockThreads) {
     const int t = f % 128;

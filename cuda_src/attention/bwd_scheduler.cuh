@@ -24,6 +24,12 @@
 //              after it, which is deadlock-free because all of a sequence's key blocks can be
 //              resident together (the host's condition) and the blocks of earlier sequences and
 //              heads finish without them. Not for D = 64 with softcap (bwd_config.cuh).
+// Without turns the narrow layout walks a full mask rotated too (p.rotated_walk, the host's choice
+// for every such call, whichever gradients it computes, so that each gives the same dK/dV bits): with
+// dQ claims (bwd_dq.cuh), walking in step from m = 0, every key block of a head would reach each
+// query block at once, one would store its tile and the others wait out the store's round trip to
+// add; rotated, a block's first visitor is there a step ahead of the next. Nobody waits for a block
+// that has not started, so no residency condition applies.
 #pragma once
 #include "bwd_config.cuh"
 #include "bwd_params.cuh"
@@ -62,6 +68,10 @@ __device__ __forceinline__ bool descending_turns(const BwdParams& p) { return kI
 constexpr int kRotatedTurns = 2;   // p.deterministic's value for the rotated full-mask order (see the top)
 __device__ __forceinline__ bool rotated_turns(const BwdParams& p) {
   return kRotatableTurns && p.deterministic == kRotatedTurns;
+}
+// Whether a full mask's key blocks walk the query blocks rotated (the turns' order, or without turns).
+__device__ __forceinline__ bool rotated_visits(const BwdParams& p) {
+  return kRotatableTurns && (p.deterministic == kRotatedTurns || p.rotated_walk);
 }
 
 // The visits of tile t are v = visit_first(t), ..., m_end - 1, visit v at query block
@@ -109,7 +119,7 @@ __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
   t.m_end = (t.seqlen_q + kBlockM - 1) / kBlockM;
   t.m_begin = 0;
   if (t.n_block >= t.n_blocks) t.m_end = 0;   // kVarlen: past the sequence's keys, no work
-  if (rotated_turns(p) && t.m_end > 0) t.m_begin = t.n_block % t.m_end;
+  if (rotated_visits(p) && t.m_end > 0) t.m_begin = t.n_block % t.m_end;
   if (kIsCausal) {
     const i64 first = static_cast<i64>(t.n_block) * kBlockN - t.mask.causal_offset;
     if (first > 0) t.m_begin = first / kBlockM >= t.m_end ? t.m_end : static_cast<int>(first / kBlockM);

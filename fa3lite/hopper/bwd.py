@@ -15,12 +15,13 @@ the preprocess's lse_log2 and dpsum, after the launches on the same stream).
 
 Up to three launches on torch's current stream:
   1. preprocess (bwd_preprocess.cu): dpsum = rowsum(dO * O) and lse_log2, both (B, Hq, Sq padded to
-     whole query blocks) f32, and zeroes the turn counters or claim words and, without claims, the
-     dQ accumulator. Always (both gradients need dpsum and lse_log2).
+     whole query blocks) f32, and zeroes the turn counters or claim words and, where the main kernel
+     does not store first tiles (stores_first), the dQ accumulator. Always (both gradients need
+     dpsum and lse_log2).
   2. main kernel (bwd_kernel.cu): one CTA per (key block, query head, batch) -- 128 key rows, or 64
      for D = 256 -- writes dK/dV and adds dQ contributions into an f32 accumulator
-     (B, Hq, m_blocks, block_m * D) in fragment order (cuda_src/attention/bwd_dq.cuh); with claims
-     (dq_claims) each query block's first contribution is stored instead. Causal CTAs are launched
+     (B, Hq, m_blocks, block_m * D) in fragment order (cuda_src/attention/bwd_dq.cuh); in the narrow
+     layout each query block's first contribution is stored instead (claims, or the first turn). Causal CTAs are launched
      longest first within groups of heads sized to L2 (lpt_heads, bwd_scheduler.cuh).
   3. postprocess (bwd_postprocess.cu): dq = softmax_scale * accumulator in (B, Sq, Hq, D) (zeros for a
      block no key block claimed).
@@ -66,8 +67,8 @@ BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
     ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"), ("dout_row_bytes", "i64"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
     ("num_m_blocks", "i32"), ("num_n_blocks", "i32"), ("causal_offset", "i32"), ("local_offset", "i32"),
-    ("deterministic", "i32"), ("lpt_heads", "i32"), ("dq_claims", "i32"), ("scale_log2", "f32"),
-    ("softmax_scale", "f32"),
+    ("deterministic", "i32"), ("lpt_heads", "i32"), ("dq_claims", "i32"), ("rotated_walk", "i32"),
+    ("scale_log2", "f32"), ("softmax_scale", "f32"),
     ("softcap_scale", "f32"),
 ))
 
@@ -82,7 +83,7 @@ PRE_PARAMS = ParamStruct("fa3lite::attn::bwd::PreParams", (
 ))
 
 POST_PARAMS = ParamStruct("fa3lite::attn::bwd::PostParams", (
-    ("dq_accum", "ptr"), ("dq", "ptr"), ("dq_claims", "ptr"), ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"),
+    ("dq_accum", "ptr"), ("dq", "ptr"), ("dq_visits", "ptr"), ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"),
     ("seqlen_q", "i32"), ("num_heads", "i32"), ("num_m_blocks", "i32"), ("scale", "f32"),
 ))
 
@@ -227,7 +228,7 @@ class BwdVariant:
 # The leading fields of each block, which a call fills in (launch.Prepared); the rest is per plan.
 PRE_HEAD = PRE_PARAMS.head("dout", "out", "lse", "lse_log2", "dpsum", "dq_accum", "dq_sem")
 MAIN_HEAD = BWD_PARAMS.head("q", "k", "v", "dout", "lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv")
-POST_HEAD = POST_PARAMS.head("dq_accum", "dq", "dq_claims")
+POST_HEAD = POST_PARAMS.head("dq_accum", "dq", "dq_visits")
 
 NEEDS = ((True, True), (True, False), (False, True))   # (need_dq, need_dkv) of the buildable variants
 
@@ -325,6 +326,21 @@ def dq_claims(variant: BwdVariant, deterministic: bool) -> bool:
     traffic). Narrow variants whose dQ tile sums over all keys (dq_regions 1); not deterministic,
     whose turns add into the zeroed accumulator."""
     return variant.dq_regions == 1 and not deterministic
+
+
+def stores_first(variant: BwdVariant, deterministic: bool) -> bool:
+    """Whether the main kernel stores each query block's first dQ tile (bwd_dq.cuh: claims, or the first
+    of the deterministic turns in the narrow layout), so that the preprocess leaves the accumulator
+    alone and the postprocess reads the claim words or turn counters to find blocks nobody visited."""
+    return dq_claims(variant, deterministic) or (deterministic and variant.dq_regions > 0)
+
+
+def rotated_walk(variant: BwdVariant, deterministic: bool) -> bool:
+    """BwdParams.rotated_walk: without turns, a narrow variant's key blocks walk a full mask's query
+    blocks from their own on (bwd_scheduler.cuh), so that with claims they reach each query block one
+    after another instead of all at once. Whichever gradients a call computes (the walk orders the
+    dK/dV sums: a dK/dV-only call gives the bits of a full one). Wide variants keep the plain walk."""
+    return variant.rotatable_turns and not variant.wide and not deterministic
 
 
 def lpt_heads(q: torch.Tensor, v: torch.Tensor, heads: int) -> int:
@@ -429,6 +445,7 @@ class _BwdPlan:
         self.pre, self.main, self.post = _kernels(variant, self.dev)   # a runtime failure raises here
         self.need_dq, self.need_dkv, self.deterministic = need_dq, need_dkv, deterministic
         self.claims = dq_claims(variant, deterministic)
+        self.stores_first = stores_first(variant, deterministic)
         # Operands whose layout the tensor maps cannot take are copied on every call (tma_ready).
         self.copies = tuple(bool(checks.layout_reasons("t", t)) for t in (q, k, v, dout, out))
         self.any_copy = any(self.copies)
@@ -474,8 +491,9 @@ class _BwdPlan:
             deterministic=turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
             softmax_scale=softmax_scale,
             lpt_heads=lpt_heads(q, v, B * Hq) if banded and not deterministic else 0, dq_claims=int(self.claims),
+            rotated_walk=int(rotated_walk(variant, deterministic)),
             **score_scales(softmax_scale, softcap))
-        post_params = POST_PARAMS.pack(dq_accum=0, dq=0, dq_claims=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq, num_heads=Hq,
+        post_params = POST_PARAMS.pack(dq_accum=0, dq=0, dq_visits=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq, num_heads=Hq,
                                        num_m_blocks=m_blocks, scale=softmax_scale)
         # The fields a call fills in lead each block (PRE/BWD/POST_PARAMS): addresses, and the main
         # kernel's four tensor maps first; each launch packs them with one struct (launch.Prepared).
@@ -507,11 +525,11 @@ class _BwdPlan:
                                   for c, t in zip(self.copies, (q, k, v, dout, out)))
         # One work buffer: the dQ accumulator, the turn counters or claim words, lse_log2 and dpsum. The
         # preprocess writes all of it (zeroes the counters, and the accumulator unless the main kernel
-        # claims it), so it needs no memset; NaN in debug builds.
+        # stores first tiles), so it needs no memset; NaN in debug builds.
         work = self._buffer(lse, (self.accum + self.sems + 2 * self.rows,))   # lse: float32
         accum = work.data_ptr() if self.need_dq else 0
         sems = accum + 4 * self.accum if self.sems else 0
-        claims = sems if self.claims else 0
+        visits = sems if self.stores_first else 0   # the counters say which blocks got a first tile
         lse_log2 = work.data_ptr() + 4 * (self.accum + self.sems)
         dpsum = lse_log2 + 4 * self.rows
         tq, tk, tv = self.torch_shapes if torch_layout else ((self.q_shape, None), (self.dk_shape, None),
@@ -527,11 +545,11 @@ class _BwdPlan:
         mq, mk, mv, mdo = self.makers
         with on_device(self.dev):
             self.pre_launch.launch(stream, dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum,
-                                   0 if claims else accum, sems)
+                                   0 if visits else accum, sems)
             self.main_launch.launch(stream, mq(q.data_ptr()), mk(k.data_ptr()), mv(v.data_ptr()),
                                     mdo(dout.data_ptr()), lse_log2, dpsum, accum, sems, _ptr(dk), _ptr(dv))
             if self.need_dq:
-                self.post_launch.launch(stream, accum, dq.data_ptr(), claims)
+                self.post_launch.launch(stream, accum, dq.data_ptr(), visits)
         dsink = None
         if self.stats_shape is not None:
             dsink = sink_grad(work, self.accum + self.sems, self.stats_shape, sink)

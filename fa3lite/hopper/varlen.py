@@ -304,6 +304,7 @@ class _VarlenBwdPlan:
         self.pre, self.main, self.post = bwd._kernels(variant, self.dev)
         self.deterministic = deterministic
         self.claims = bwd.dq_claims(variant, deterministic)
+        self.stores_first = bwd.stores_first(variant, deterministic)
         self.copies = tuple(bool(checks.layout_reasons("t", t.unsqueeze(0))) for t in (dout, out))
         dout, out = (checks.tma_ready(t.unsqueeze(0))[0] for t in (dout, out))
         bm = variant.block_m
@@ -341,10 +342,11 @@ class _VarlenBwdPlan:
             seqlen_q=0, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks, num_n_blocks=n_blocks,
             causal_offset=causal_offset, local_offset=local_offset,
             deterministic=bwd.turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
-            lpt_heads=0, dq_claims=int(self.claims), softmax_scale=softmax_scale,
+            lpt_heads=0, dq_claims=int(self.claims),
+            rotated_walk=int(bwd.rotated_walk(variant, deterministic)), softmax_scale=softmax_scale,
             **score_scales(softmax_scale, softcap))
         self.post_grid = bwd.post_grid(batch * Hq * m_blocks)
-        self.post_params = bwd.POST_PARAMS.pack(dq_accum=0, dq=0, dq_claims=0, cu_seqlens_q=0, seqused_q=0,
+        self.post_params = bwd.POST_PARAMS.pack(dq_accum=0, dq=0, dq_visits=0, cu_seqlens_q=0, seqused_q=0,
                                                 seqlen_q=0, num_heads=Hq, num_m_blocks=m_blocks, scale=softmax_scale)
         at = bwd.BWD_PARAMS.offsets
         self.maps = tuple(
@@ -358,7 +360,7 @@ class _VarlenBwdPlan:
         self.main_at = tuple(at[f] for f in ("lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv", "cu_seqlens_q",
                                              "cu_seqlens_k", "seqused_q", "seqused_k", "q_base", "k_base", "v_base",
                                              "dout_base", "seq_maps"))
-        self.post_at = tuple(post[f] for f in ("dq_accum", "dq", "dq_claims", "cu_seqlens_q", "seqused_q"))
+        self.post_at = tuple(post[f] for f in ("dq_accum", "dq", "dq_visits", "cu_seqlens_q", "seqused_q"))
 
     def _buffer(self, shape, dtype, zero=False):
         if zero:
@@ -377,7 +379,7 @@ class _VarlenBwdPlan:
         work = self._buffer((self.accum + self.sems + 2 * self.rows,), torch.float32)
         accum = work.data_ptr()
         sems = accum + 4 * self.accum if self.sems else 0
-        claims = sems if self.claims else 0   # the main kernel claims the accumulator: not zeroed
+        visits = sems if self.stores_first else 0   # first tiles are stored: the accumulator is not zeroed
         lse_log2 = accum + 4 * (self.accum + self.sems)
         dpsum = lse_log2 + 4 * self.rows
         # rows no sequence uses get no gradient; every other row is written by the kernels
@@ -390,7 +392,7 @@ class _VarlenBwdPlan:
         with on_device(self.dev):
             self._launch(self.pre, self.pre_grid, bwd._AUX_THREADS, self.pre_params,
                          zip(self.pre_at, (dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum,
-                                           0 if claims else accum, sems, cu_seqlens_q.data_ptr(), used_q)), stream)
+                                           0 if visits else accum, sems, cu_seqlens_q.data_ptr(), used_q)), stream)
             self._launch(self.main, self.main_grid, bwd.THREADS, self.main_params,
                          zip(self.main_at, (lse_log2, dpsum, accum, sems, dk.data_ptr(), dv.data_ptr(),
                                             cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), used_q, used_k,
@@ -398,7 +400,7 @@ class _VarlenBwdPlan:
                                             maps.data_ptr())),
                          stream, zip(self.maps, (q, k, v, dout)))
             self._launch(self.post, self.post_grid, bwd._AUX_THREADS, self.post_params,
-                         zip(self.post_at, (accum, dq.data_ptr(), claims, cu_seqlens_q.data_ptr(), used_q)), stream)
+                         zip(self.post_at, (accum, dq.data_ptr(), visits, cu_seqlens_q.data_ptr(), used_q)), stream)
         dsink = None
         if self.stats_shape is not None:
             dsink = bwd.sink_grad(work, self.accum + self.sems, self.stats_shape, sink)
