@@ -20,3 +20,4 @@ for tool in racecheck synccheck memcheck; do
   echo "== race_bwd $tool rc=$? $(tail -n 1 "$OUT/race_${tool}.log")"
 done
 AB_TREES="before=_vo after=." OUT=$OUT/det bash tools/ab_round.sh 2 --mode det --head-dim 64,128 --seqlen 1k,4k
+mkdir -p /root/peers && cp .peers/a/* /root/peers/ && echo "== FA4 part a staged"
