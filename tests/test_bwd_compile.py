@@ -47,17 +47,19 @@ def test_dq_claims_where_a_tile_sums_over_all_keys():
     assert not claims(V(128, "bf16", False, need_dq=False), False)
 
 
-def test_rotated_walk_without_turns_in_the_narrow_layout():
-    # full masks of the narrow layout walk rotated without turns (bwd_scheduler.cuh), whatever
-    # gradients the call computes, so a dK/dV-only call sums in the order of a full one
-    walk, V = hopper_bwd.rotated_walk, hopper_bwd.BwdVariant
+def test_rotated_walk_without_turns_over_few_query_blocks():
+    # full masks with 128-query steps walk rotated without turns over few query blocks
+    # (bwd_scheduler.cuh), whatever gradients the call computes, so a dK/dV-only call sums in the
+    # order of a full one
+    walk, V, few = hopper_bwd.rotated_walk, hopper_bwd.BwdVariant, hopper_bwd.ROTATED_WALK_M_BLOCKS
     for needs in ((True, True), (True, False), (False, True)):
-        assert walk(V(64, "bf16", False, need_dq=needs[0], need_dkv=needs[1]), False)
-        assert walk(V(128, "bf16", False, need_dq=needs[0], need_dkv=needs[1]), False)
-    assert walk(V(96, "bf16", False, varlen=True), False)
-    assert not walk(V(64, "bf16", True), False)                          # banded masks: descending starts
-    assert not walk(V(64, "bf16", False), True)                          # deterministic: turn_order decides
-    assert not walk(V(256, "bf16", False), False) and not walk(V(64, "bf16", False, softcap=True), False)
+        assert walk(V(64, "bf16", False, need_dq=needs[0], need_dkv=needs[1]), False, few)
+        assert not walk(V(64, "bf16", False, need_dq=needs[0], need_dkv=needs[1]), False, few + 1)
+    assert walk(V(64, "fp16", False, varlen=True, dkv_f32=True), False, 1)
+    assert not walk(V(128, "bf16", False), False, 2)                   # 64-query steps: two dQ buffers
+    assert not walk(V(64, "bf16", True), False, 2)                     # banded masks: descending starts
+    assert not walk(V(64, "bf16", False), True, 2)                     # deterministic: turn_order decides
+    assert not walk(V(256, "bf16", False), False, 2) and not walk(V(64, "bf16", False, softcap=True), False, 2)
 
 
 def test_ring_depth_follows_the_step_and_the_mask():

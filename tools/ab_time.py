@@ -8,6 +8,7 @@ Cells: d in --head-dim x {full, causal} x S in --seqlen, bf16, 16k tokens a batc
 inputs rotated past L2 and timed with fa3lite.bench.timing (CUDA events around each call).
 
     python3 tools/ab_time.py --tag after [--head-dim 64,128,256] [--seqlen 1k,4k,16k] [--mode fwd,bwd,det]
+                             [--masks full,causal]
 """
 import argparse
 import json
@@ -52,10 +53,11 @@ def main() -> None:
     ap.add_argument("--seqlen", default="1k,4k,16k")
     ap.add_argument("--mode", default="fwd,bwd")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--masks", default="full,causal")
     a = ap.parse_args()
     timer = timing.CudaTimer(warmup=3, reps=a.reps)
     for d in (int(x) for x in a.head_dim.split(",")):
-        for causal in (False, True):
+        for causal in (m == "causal" for m in a.masks.split(",")):
             for s in (parse_seqlen(x) for x in a.seqlen.split(",")):
                 for r in cell(d, causal, s, a.mode.split(","), timer):
                     print(json.dumps({"tag": a.tag, **r}), flush=True)

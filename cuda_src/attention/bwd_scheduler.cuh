@@ -24,12 +24,12 @@
 //              after it, which is deadlock-free because all of a sequence's key blocks can be
 //              resident together (the host's condition) and the blocks of earlier sequences and
 //              heads finish without them. Not for D = 64 with softcap (bwd_config.cuh).
-// Without turns the narrow layout walks a full mask rotated too (p.rotated_walk, the host's choice
-// for every such call, whichever gradients it computes, so that each gives the same dK/dV bits): with
-// dQ claims (bwd_dq.cuh), walking in step from m = 0, every key block of a head would reach each
-// query block at once, one would store its tile and the others wait out the store's round trip to
-// add; rotated, a block's first visitor is there a step ahead of the next. Nobody waits for a block
-// that has not started, so no residency condition applies.
+// Without turns a full mask may be walked rotated too (p.rotated_walk: the host's choice for
+// 128-query steps over few query blocks, bwd.py rotated_walk, whichever gradients a call computes, so
+// that each gives the same dK/dV bits): with dQ claims (bwd_dq.cuh), walking in step from m = 0, every
+// key block of a head would reach each query block at once, one would store its tile and the others
+// wait out the store's round trip to add; rotated, a block's first visitor is there a step ahead of
+// the next. Nobody waits for a block that has not started, so no residency condition applies.
 #pragma once
 #include "bwd_config.cuh"
 #include "bwd_params.cuh"

@@ -335,12 +335,20 @@ def stores_first(variant: BwdVariant, deterministic: bool) -> bool:
     return dq_claims(variant, deterministic) or (deterministic and variant.dq_regions > 0)
 
 
-def rotated_walk(variant: BwdVariant, deterministic: bool) -> bool:
-    """BwdParams.rotated_walk: without turns, a narrow variant's key blocks walk a full mask's query
-    blocks from their own on (bwd_scheduler.cuh), so that with claims they reach each query block one
-    after another instead of all at once. Whichever gradients a call computes (the walk orders the
-    dK/dV sums: a dK/dV-only call gives the bits of a full one). Wide variants keep the plain walk."""
-    return variant.rotatable_turns and not variant.wide and not deterministic
+ROTATED_WALK_M_BLOCKS = 16   # rotated_walk: query blocks up to which the rotated walk pays
+
+
+def rotated_walk(variant: BwdVariant, deterministic: bool, m_blocks: int) -> bool:
+    """BwdParams.rotated_walk: without turns, 128-query steps (D = 64: one dQ buffer) walk a full mask's
+    query blocks from their own on (bwd_scheduler.cuh) when there are at most ROTATED_WALK_M_BLOCKS of
+    them. With claims, walking in step, every key block reached a query block at once and waited for
+    its first store, and the one dQ buffer passed the wait on to the consumers: rotated, +4% at 1k
+    (8 blocks); from 4k even, and at D = 128 (two buffers) -3% at 4k-16k, where the head's key blocks
+    no longer share each Q/dO block in L2 as they read it (benchmarks/RESULTS.md section 34). Whichever
+    gradients a call computes (the walk orders the dK/dV sums: a dK/dV-only call gives the bits of a
+    full one)."""
+    return (variant.rotatable_turns and variant.block_m == 128 and not deterministic
+            and m_blocks <= ROTATED_WALK_M_BLOCKS)
 
 
 def lpt_heads(q: torch.Tensor, v: torch.Tensor, heads: int) -> int:
@@ -491,7 +499,7 @@ class _BwdPlan:
             deterministic=turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
             softmax_scale=softmax_scale,
             lpt_heads=lpt_heads(q, v, B * Hq) if banded and not deterministic else 0, dq_claims=int(self.claims),
-            rotated_walk=int(rotated_walk(variant, deterministic)),
+            rotated_walk=int(rotated_walk(variant, deterministic, m_blocks)),
             **score_scales(softmax_scale, softcap))
         post_params = POST_PARAMS.pack(dq_accum=0, dq=0, dq_visits=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq, num_heads=Hq,
                                        num_m_blocks=m_blocks, scale=softmax_scale)

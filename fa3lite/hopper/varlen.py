@@ -343,7 +343,7 @@ class _VarlenBwdPlan:
             causal_offset=causal_offset, local_offset=local_offset,
             deterministic=bwd.turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
             lpt_heads=0, dq_claims=int(self.claims),
-            rotated_walk=int(bwd.rotated_walk(variant, deterministic)), softmax_scale=softmax_scale,
+            rotated_walk=int(bwd.rotated_walk(variant, deterministic, m_blocks)), softmax_scale=softmax_scale,
             **score_scales(softmax_scale, softcap))
         self.post_grid = bwd.post_grid(batch * Hq * m_blocks)
         self.post_params = bwd.POST_PARAMS.pack(dq_accum=0, dq=0, dq_visits=0, cu_seqlens_q=0, seqused_q=0,
