@@ -66,9 +66,7 @@ using namespace fa3lite::attn::bwd;
 extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_postprocess(
     const __grid_constant__ PostParams p) {
   __shared__ __align__(16) unsigned char tile[kBlockM * kTileRowBytes];
-  // (b * H + h) * num_m_blocks + m, last first: the main kernel's last CTAs (the last heads, or
-  // with a causal mask the last group of heads) added into the last blocks, which L2 may still hold.
-  const i64 blk = static_cast<i64>(gridDim.x) - 1 - blockIdx.x;
+  const i64 blk = blockIdx.x;                // (b * H + h) * num_m_blocks + m
   const int m = blk % p.num_m_blocks;
   const i64 bh = blk / p.num_m_blocks;
   const int h = bh % p.num_heads;
