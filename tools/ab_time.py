@@ -8,7 +8,7 @@ Cells: d in --head-dim x {full, causal} x S in --seqlen, bf16, 16k tokens a batc
 inputs rotated past L2 and timed with fa3lite.bench.timing (CUDA events around each call).
 
     python3 tools/ab_time.py --tag after [--head-dim 64,128,256] [--seqlen 1k,4k,16k] [--mode fwd,bwd,det]
-                             [--masks full,causal]
+                             [--masks full,causal] [--soak-ms 200]
 """
 import argparse
 import json
@@ -54,8 +54,10 @@ def main() -> None:
     ap.add_argument("--mode", default="fwd,bwd")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--masks", default="full,causal")
+    ap.add_argument("--soak-ms", type=float, default=0.0,
+                    help="each timed batch after this many ms of the same call back to back (fa3lite.bench's soak)")
     a = ap.parse_args()
-    timer = timing.CudaTimer(warmup=3, reps=a.reps)
+    timer = timing.CudaTimer(warmup=3, reps=a.reps, soak_s=a.soak_ms / 1000)
     for d in (int(x) for x in a.head_dim.split(",")):
         for causal in (m == "causal" for m in a.masks.split(",")):
             for s in (parse_seqlen(x) for x in a.seqlen.split(",")):
