@@ -25,11 +25,13 @@
 //
 // Claims (p.dq_claims; narrow, tiles over all keys, not deterministic): the accumulator is not zeroed
 // (the preprocess's pass over it was a third of its traffic). Each query block has a claim word in
-// dq_sem. The writer takes a ticket (atomic add) when it starts a block, before its tile is ready, so
-// the round trip hides behind the consumers' work. Ticket 0 stores its tile (a bulk copy, not a
-// reduce) and, once the copy has landed, releases kClaimStored into the word; every later ticket adds
-// its tile after it acquired that flag -- usually from its own ticket, which read the word: with a
-// causal mask the block's first visitor started there long before. Nobody waits for a CTA that has
+// dq_sem. The writer takes a ticket (atomic add) once warpgroup 0's part of its tile is ready, so the
+// first tile ready is the one stored. (A ticket taken when the writer started the block hid the atomic's
+// round trip but made every tile wait for the first starter's, however late: -2..-3% at D = 128
+// full 16k, benchmarks/RESULTS.md section 34.) Ticket 0 stores its tile (a bulk copy, not a reduce)
+// and, once the copy has landed, releases kClaimStored into the word; every later ticket adds its tile
+// after it acquired that flag -- usually from its own ticket, which read the word: with a causal mask
+// the block's first visitor started there long before. Nobody waits for a CTA that has
 // not started (the ticket holder is running), so the order of the launch does not matter. A block
 // no key block visits keeps a zero word, and the postprocess writes zeros for it. Deterministic
 // turns in the narrow layout need no claims: turn 0 stores (with two partial tiles, the first; the
@@ -143,13 +145,17 @@ __device__ __forceinline__ void bwd_dq_writer_loop(const BwdParams& p, const Bwd
     const int m = query_block(t, v);
     float* const dst = p.dq_accum + dq_block(p, t, m) * kDqBlockFloats;
     i32* const word = dq_turn_counter(p, t, m, 0);   // the turn counter or claim word
-    const i32 ticket = leader && Claims ? gmem::atom_acquire_add(word, 1) : 0;   // used after the tile's wait
-    const int turn = leader && deterministic ? dq_turn(p, t, m) : -1;
     // The block's first tile is stored (the accumulator is not zeroed): ticket 0, or the first turn.
-    const bool first = Claims ? ticket == 0 : turn == 0;
+    i32 ticket = 0;
+    const int turn = leader && deterministic ? dq_turn(p, t, m) : -1;
+    bool first = turn == 0;
 #pragma unroll
     for (int wg = 0; wg < kConsumerWarpgroups; ++wg) {
       named_barrier::sync(dq_full_barrier(Buf, wg), kDqSyncThreads);
+      if (leader && Claims && wg == 0) {
+        ticket = gmem::atom_acquire_add(word, 1);   // once the tile is ready (see the top)
+        first = ticket == 0;
+      }
       if (leader) {
         if (wg == 0 && deterministic) wait_turn(word, turn);
         if (wg == 0 && Claims && ticket != 0) wait_stored(word, ticket);
