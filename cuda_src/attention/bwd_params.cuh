@@ -13,7 +13,7 @@ struct BwdParams {
   const float* lse_log2;  // (B, Hq, num_m_blocks * kBlockM): LSE * log2(e); +inf for masked/padded rows
   const float* dpsum;     // same shape: rowsum(dO * O); 0 for padded rows
   float* dq_accum;        // (B, Hq, num_m_blocks, kBlockM * D) f32, fragment order (bwd_dq.cuh); zeroed
-                          // unless dq_claims
+                          // unless the narrow layout stores first tiles (claims or the first turn)
   i32* dq_sem;            // (B, Hq, num_m_blocks, kSemsPerBlock), zeroed: deterministic-mode turn counters,
                           // or with dq_claims each query block's claim word
   void* dk;               // (B, Sk, Hq, D) contiguous: Element, or f32 when kDkvF32; kVarlen (total_k, Hq, D)

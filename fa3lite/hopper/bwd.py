@@ -21,10 +21,11 @@ Up to three launches on torch's current stream:
   2. main kernel (bwd_kernel.cu): one CTA per (key block, query head, batch) -- 128 key rows, or 64
      for D = 256 -- writes dK/dV and adds dQ contributions into an f32 accumulator
      (B, Hq, m_blocks, block_m * D) in fragment order (cuda_src/attention/bwd_dq.cuh); in the narrow
-     layout each query block's first contribution is stored instead (claims, or the first turn). Causal CTAs are launched
-     longest first within groups of heads sized to L2 (lpt_heads, bwd_scheduler.cuh).
+     layout each query block's first contribution is stored instead (claims, or the first turn).
+     Causal CTAs are launched longest first within groups of heads sized to L2 (lpt_heads,
+     bwd_scheduler.cuh).
   3. postprocess (bwd_postprocess.cu): dq = softmax_scale * accumulator in (B, Sq, Hq, D) (zeros for a
-     block no key block claimed).
+     block no key block visited).
 need_dq / need_dkv pick a compiled variant (BwdVariant) that computes only those gradients: without
 dq there is no accumulator, no turn counters, no postprocess and no dQ work in the main kernel;
 without dk/dv no dk/dv buffers (and no GQA f32 buffers or sum) and no dV/dK work in the kernel.
@@ -324,7 +325,7 @@ def dq_claims(variant: BwdVariant, deterministic: bool) -> bool:
     """Whether a call adds dQ with claims (bwd_dq.cuh): each query block's first tile is stored, so the
     preprocess zeroes one claim word per block instead of the f32 accumulator (a third of its
     traffic). Narrow variants whose dQ tile sums over all keys (dq_regions 1); not deterministic,
-    whose turns add into the zeroed accumulator."""
+    whose turns give the order (the first turn stores: stores_first)."""
     return variant.dq_regions == 1 and not deterministic
 
 
@@ -501,8 +502,8 @@ class _BwdPlan:
             lpt_heads=lpt_heads(q, v, B * Hq) if banded and not deterministic else 0, dq_claims=int(self.claims),
             rotated_walk=int(rotated_walk(variant, deterministic, m_blocks)),
             **score_scales(softmax_scale, softcap))
-        post_params = POST_PARAMS.pack(dq_accum=0, dq=0, dq_visits=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq, num_heads=Hq,
-                                       num_m_blocks=m_blocks, scale=softmax_scale)
+        post_params = POST_PARAMS.pack(dq_accum=0, dq=0, dq_visits=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq,
+                                       num_heads=Hq, num_m_blocks=m_blocks, scale=softmax_scale)
         # The fields a call fills in lead each block (PRE/BWD/POST_PARAMS): addresses, and the main
         # kernel's four tensor maps first; each launch packs them with one struct (launch.Prepared).
         self.pre_launch = launch.Prepared(self.pre, pre_grid, _AUX_THREADS, pre_params, PRE_HEAD, self.dev)
