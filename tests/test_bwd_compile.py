@@ -47,6 +47,16 @@ def test_dq_claims_where_a_tile_sums_over_all_keys():
     assert not claims(V(128, "bf16", False, need_dq=False), False)
 
 
+def test_first_tiles_stored_where_the_writer_adds():
+    # the preprocess leaves the accumulator alone where the narrow writer stores first tiles: with
+    # claims, or at the first deterministic turn (also with two partial tiles: the first is stored)
+    first, V = hopper_bwd.stores_first, hopper_bwd.BwdVariant
+    assert first(V(64, "bf16", False), False) and first(V(64, "bf16", False), True)
+    assert first(V(64, "bf16", True, softcap=True), True) and not first(V(64, "bf16", True, softcap=True), False)
+    assert not first(V(256, "bf16", False), False) and not first(V(256, "bf16", True), True)      # wide
+    assert not first(V(128, "bf16", False, need_dq=False), False)
+
+
 def test_rotated_walk_without_turns_over_few_query_blocks():
     # full masks with 128-query steps walk rotated without turns over few query blocks
     # (bwd_scheduler.cuh), whatever gradients the call computes, so a dK/dV-only call sums in the

@@ -10,8 +10,9 @@
 // Their statistics are still written: a sink's gradient sums them over every row (bwd.py sink_grad).
 // kThreadsPerRow threads share a row, 8 elements (16 bytes) each, and reduce with butterflies.
 // It also zeroes what the main kernel adds into (when given): the dQ accumulator, rows_pad x D
-// floats per (b, h), and the deterministic turn counters, one per query block. That saves the host
-// a memset launch per backward, and this kernel runs before the main one on the same stream.
+// floats per (b, h) -- only where the main kernel does not store each block's first tile (the wide
+// layout; bwd_dq.cuh) -- and the turn counters or claim words, one per query block. That saves the
+// host a memset launch per backward, and this kernel runs before the main one on the same stream.
 #include "../ptx/math.cuh"
 #include "../ptx/types.cuh"
 
