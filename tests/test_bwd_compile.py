@@ -57,6 +57,17 @@ def test_first_tiles_stored_where_the_writer_adds():
     assert not first(V(128, "bf16", False, need_dq=False), False)
 
 
+def test_counter_words_for_turns_and_claims():
+    # one word per query block (two per block in the wide layout's turns), padded to 64 words; none
+    # without turns or claims
+    words, V = hopper_bwd.counter_words, hopper_bwd.BwdVariant
+    assert words(V(64, "bf16", False), False, 100) == 128           # claims
+    assert words(V(64, "bf16", False), True, 64) == 64              # turns
+    assert words(V(256, "bf16", True), True, 40) == 128             # wide turns: two per block
+    assert words(V(256, "bf16", False), False, 40) == 0             # wide, no turns: the zeroed accumulator
+    assert words(V(128, "bf16", False, need_dq=False), False, 40) == 0
+
+
 def test_rotated_walk_without_turns_over_few_query_blocks():
     # full masks with 128-query steps walk rotated without turns over few query blocks
     # (bwd_scheduler.cuh), whatever gradients the call computes, so a dK/dV-only call sums in the

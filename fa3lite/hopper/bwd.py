@@ -336,6 +336,14 @@ def stores_first(variant: BwdVariant, deterministic: bool) -> bool:
     return dq_claims(variant, deterministic) or (deterministic and variant.dq_regions > 0)
 
 
+def counter_words(variant: BwdVariant, deterministic: bool, query_blocks: int) -> int:
+    """Turn counters or claim words (i32) for ``query_blocks`` query blocks (all (batch, head) pairs), 0
+    where neither applies, padded so that what follows them in the work buffer stays 256-byte aligned."""
+    if not (deterministic or dq_claims(variant, deterministic)):
+        return 0
+    return -(-query_blocks * variant.sems_per_block // 64) * 64
+
+
 ROTATED_WALK_M_BLOCKS = 16   # rotated_walk: query blocks up to which the rotated walk pays
 
 
@@ -453,7 +461,6 @@ class _BwdPlan:
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, dtype, variant.debug
         self.pre, self.main, self.post = _kernels(variant, self.dev)   # a runtime failure raises here
         self.need_dq, self.need_dkv, self.deterministic = need_dq, need_dkv, deterministic
-        claims = dq_claims(variant, deterministic)
         self.stores_first = stores_first(variant, deterministic)
         # Operands whose layout the tensor maps cannot take are copied on every call (tma_ready).
         self.copies = tuple(bool(checks.layout_reasons("t", t)) for t in (q, k, v, dout, out))
@@ -468,9 +475,7 @@ class _BwdPlan:
             raise ValueError(f"too many key blocks for one launch: {ctas} > {MAX_GRID_X}")
         self.rows = B * Hq * rows_pad                      # lse_log2 and dpsum: one buffer, two halves
         self.accum = B * Hq * rows_pad * variant.kernel_dim if need_dq else 0
-        # turn counters or claim words, padded so that what follows them in one allocation stays
-        # 256-byte aligned
-        self.sems = -(-B * Hq * m_blocks * variant.sems_per_block // 64) * 64 if deterministic or claims else 0
+        self.sems = counter_words(variant, deterministic, B * Hq * m_blocks)
         self.group = (Hk, Hq // Hk)
         # dK is q's head dim wide, dV v's (per query head in f32 with GQA, then summed over the group)
         self.q_shape, self.dk_shape, self.dv_shape = (B, Sq, Hq, D), (B, Sk, Hq, D), (B, Sk, Hq, Dv)
@@ -499,7 +504,8 @@ class _BwdPlan:
             num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset, local_offset=local_offset,
             deterministic=turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
             softmax_scale=softmax_scale,
-            lpt_heads=lpt_heads(q, v, B * Hq) if banded and not deterministic else 0, dq_claims=int(claims),
+            lpt_heads=lpt_heads(q, v, B * Hq) if banded and not deterministic else 0,
+            dq_claims=int(dq_claims(variant, deterministic)),
             rotated_walk=int(rotated_walk(variant, deterministic, m_blocks)),
             **score_scales(softmax_scale, softcap))
         post_params = POST_PARAMS.pack(dq_accum=0, dq=0, dq_visits=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq,

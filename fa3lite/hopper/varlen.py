@@ -303,7 +303,6 @@ class _VarlenBwdPlan:
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, q.dtype, variant.debug
         self.pre, self.main, self.post = bwd._kernels(variant, self.dev)
         self.deterministic = deterministic
-        claims = bwd.dq_claims(variant, deterministic)
         self.stores_first = bwd.stores_first(variant, deterministic)
         self.copies = tuple(bool(checks.layout_reasons("t", t.unsqueeze(0))) for t in (dout, out))
         dout, out = (checks.tma_ready(t.unsqueeze(0))[0] for t in (dout, out))
@@ -315,8 +314,7 @@ class _VarlenBwdPlan:
             raise ValueError(f"too many key blocks for one launch: {self.ctas} > {MAX_GRID_X}")
         self.rows = batch * Hq * rows_pad
         self.accum = batch * Hq * m_blocks * bm * variant.kernel_dim
-        self.sems = (-(-batch * Hq * m_blocks * variant.sems_per_block // 64) * 64
-                     if deterministic or claims else 0)
+        self.sems = bwd.counter_words(variant, deterministic, batch * Hq * m_blocks)
         # dK is q's head dim wide, dV v's; per query head in f32 with GQA, then summed over the group
         heads = Hq if self.gqa else Hk
         self.q_shape, self.dk_shape, self.dv_shape = (total_q, Hq, D), (total_k, heads, D), (total_k, heads, Dv)
@@ -342,7 +340,7 @@ class _VarlenBwdPlan:
             seqlen_q=0, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, num_m_blocks=m_blocks, num_n_blocks=n_blocks,
             causal_offset=causal_offset, local_offset=local_offset,
             deterministic=bwd.turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
-            lpt_heads=0, dq_claims=int(claims),
+            lpt_heads=0, dq_claims=int(bwd.dq_claims(variant, deterministic)),
             rotated_walk=int(bwd.rotated_walk(variant, deterministic, m_blocks)), softmax_scale=softmax_scale,
             **score_scales(softmax_scale, softcap))
         self.post_grid = bwd.post_grid(batch * Hq * m_blocks)
