@@ -146,11 +146,11 @@ def _poison_allocator(nbytes=256 << 20):
 @pytest.mark.parametrize("deterministic", [False, True], ids=["claims", "turns"])
 @pytest.mark.parametrize("offset", [None, -300], ids=["bottom_right", "rows_see_nothing"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("head_dim", (64, 96, 128))
+@pytest.mark.parametrize("head_dim", hopper_bwd.HEAD_DIMS)
 def test_dq_first_tiles_on_poisoned_memory(head_dim, causal, offset, deterministic):
-    """Narrow variants do not zero the dQ accumulator (bwd_dq.cuh): each query block's first tile is
-    stored (claims, or the first turn) and later ones added, and a block no key block visits comes
-    out as zeros. The accumulator's memory held NaN before; many key blocks race for each query
+    """The backward does not zero the dQ accumulator (bwd_dq.cuh; stores_first: narrow, and wide when
+    deterministic): each query block's first tile is stored (claims, or the first turn; wide, per
+    consumer warpgroup) and later ones added, and a block no key block visits comes out as zeros. The accumulator's memory held NaN before; many key blocks race for each query
     block."""
     torch.manual_seed(12)
     if offset is not None and not causal:
@@ -165,6 +165,47 @@ def test_dq_first_tiles_on_poisoned_memory(head_dim, causal, offset, determinist
         _poison_allocator()
         dq = hopper_bwd.backward(do, q, k, v, ref[0].to(q.dtype), ref[1], scale, True, offset, deterministic)[0]
         assert (dq[:, :-offset] == 0).all() and not torch.isnan(dq).any()
+
+
+@pytest.mark.parametrize("deterministic", [False, True], ids=["default", "deterministic"])
+@pytest.mark.parametrize("head_dim", (64, 128, 256))
+def test_backward_replays_in_a_cuda_graph(head_dim, deterministic):
+    """The backward's three launches captured in a CUDA graph (as a training step under
+    torch.compile's reduce-overhead mode does) and replayed on new inputs: the gradients of the eager
+    call on those inputs (bitwise where the call is deterministic: dk/dv always, dq with turns)."""
+    torch.manual_seed(21)
+    scale, offset = head_dim ** -0.5, 200
+    q, k, v, do = make_inputs(2, 700, 900, 4, 2, head_dim, torch.bfloat16)
+
+    def refresh():   # new inputs in the captured tensors, with out and lse to match
+        for t in (q, k, v, do):
+            t.copy_(torch.randn_like(t))
+        ref = math_attention_grads(q, k, v, do, scale, True, offset, torch.float32)
+        return ref[0].to(q.dtype), ref[1]
+
+    out, lse = refresh()
+    args = (do, q, k, v, out, lse, scale, True, offset, deterministic)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):   # the plan and its modules before the capture
+        hopper_bwd.backward(*args)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = hopper_bwd.backward(*args)
+    for _ in range(2):
+        new_out, new_lse = refresh()
+        out.copy_(new_out)
+        lse.copy_(new_lse)
+        graph.replay()
+        eager = hopper_bwd.backward(*args)
+        torch.cuda.synchronize()
+        for name, a, b in zip(("dq", "dk", "dv"), captured, eager):
+            assert not torch.isnan(a).any(), name
+            if deterministic or name != "dq":
+                assert torch.equal(a, b), f"{name} of the replay differs from the eager call's"
+            else:
+                torch.testing.assert_close(a, b, atol=2e-2, rtol=2e-2)
 
 
 @pytest.mark.parametrize("head_dim", hopper_bwd.HEAD_DIMS)

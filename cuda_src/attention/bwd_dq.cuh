@@ -34,16 +34,21 @@
 // the block's first visitor started there long before. Nobody waits for a CTA that has
 // not started (the ticket holder is running), so the order of the launch does not matter. A block
 // no key block visits keeps a zero word, and the postprocess writes zeros for it. Deterministic
-// turns in the narrow layout need no claims: turn 0 stores (with two partial tiles, the first; the
-// second adds after it, as any second part does), and a turn counter still 0 marks a block nobody
-// visited. (Wide: the consumers add from registers into the zeroed accumulator.)
+// turns need no claims: turn 0 stores (narrow with two partial tiles, the first; the second adds after
+// it, as any second part does; wide, the keeper zeroes at turn 0, below), and a turn counter still 0
+// marks a block nobody visited.
+// Wide: the consumers add from registers, into the accumulator the preprocess zeroed, or with turns
+// into the part their keeper zeroed at the first turn. Two kinds of claims there lost, and so did
+// first tiles stored from the consumers' registers at the first turn: every consumer change to the
+// write path cost the default calls ~3% at full masks (benchmarks/RESULTS.md section 35).
 //
 // Wide, deterministic: the consumers add from registers, and the turn counters are kept by one warp
 // per consumer warpgroup wg (producer warpgroup, warp 1 + wg), so no consumer thread ever spins on a
 // counter or waits for its additions to reach global memory:
-//   keeper wg:    wait for the turn of block m; arrive kDqTurn(wg); sync kDqAdded(wg);
-//                 red.release the counter (the release covers the warpgroup's additions: they
-//                 precede the barrier, and a release is cumulative over what precedes it)
+//   keeper wg:    wait for the turn of block m (turn 0: zero the warpgroup's part of the block);
+//                 arrive kDqTurn(wg); sync kDqAdded(wg); red.release the counter (the release covers
+//                 the warpgroup's additions: they precede the barrier, and a release is cumulative
+//                 over what precedes it)
 //   consumers wg: sync kDqTurn(wg); red.global.add the tile; arrive kDqAdded(wg)
 // The keeper passes the turn on as soon as the additions are performed, while the consumers are
 // already on the next block.
@@ -204,13 +209,25 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem&
   }
 }
 
-// Wide, deterministic: the turn keeper of consumer warpgroup wg (the hand-off at the top). Run by a
-// whole warp; lane 0 reads and advances the counters.
+// Wide, deterministic, the first turn: zero warpgroup wg's part of query block m's accumulator (its
+// columns: in fragment order one contiguous run of kDqChunks * 128 float4s), the whole keeper warp in
+// 16-byte stores, before the warpgroup adds.
+__device__ __forceinline__ void zero_dq_part(float* dst, int wg) {
+  float* const part = dst + wg * kDqChunks * kWarpgroupThreads * 4;
+  for (int f = threadIdx.x % 32; f < kDqChunks * kWarpgroupThreads; f += 32) {
+    gmem::st_v4_f32(part + 4 * f, 0.f, 0.f, 0.f, 0.f);
+  }
+}
+
+// Wide, deterministic: the turn keeper of consumer warpgroup wg. Run by a whole warp; lane 0 reads and
+// advances the counters, and at the first turn the warp zeroes the part first.
 __device__ __forceinline__ void bwd_dq_turn_keeper(const BwdParams& p, const BwdTile& t, int wg) {
   const bool leader = threadIdx.x % 32 == 0;
   for (int v = visit_first(t); v < t.m_end; ++v) {
     const int m = query_block(t, v);
-    if (leader) wait_turn(dq_turn_counter(p, t, m, wg), dq_turn(p, t, m));
+    const int turn = leader ? dq_turn(p, t, m) : 0;
+    if (leader) wait_turn(dq_turn_counter(p, t, m, wg), turn);
+    if (warp::shfl(turn, 0) == 0) zero_dq_part(p.dq_accum + dq_block(p, t, m) * kDqBlockFloats, wg);
     __syncwarp();
     named_barrier::arrive(dq_turn_barrier(wg), kDqTurnThreads);
     named_barrier::sync(dq_added_barrier(wg), kDqTurnThreads);

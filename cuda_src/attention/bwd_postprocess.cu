@@ -27,7 +27,7 @@ namespace fa3lite { namespace attn { namespace bwd {
 struct PostParams {
   const float4* dq_accum;   // (B, H, num_m_blocks, kBlockM * D / 4)
   u16* dq;                  // (B, Sq, H, D) contiguous, or varlen (total_q, H, D)
-  const i32* dq_visits;     // claim words or turn counters, one per query block (0: not visited), or null
+  const i32* dq_visits;     // claim words or turn counters, kVisitWords per query block (0: not visited), or null
   const i32* cu_seqlens_q;  // varlen: (B + 1,) row offsets of the packed dq, else null
   const i32* seqused_q;     // varlen: (B,) or null
   i32 seqlen_q;
@@ -52,6 +52,9 @@ constexpr int kBlockM = FA3LITE_BWD_BLOCK_M;                    // the main kern
 constexpr bool kDqSplitRows = kBlockM == 128;
 constexpr int kDqN = !kDqSplitRows && kHeadDim >= 128 ? kHeadDim / 2 : kHeadDim;
 constexpr int kDqChunks = kDqN / 8;
+// Claim words or turn counters per query block (bwd_config.cuh kSemsPerBlock): wide, one per consumer
+// warpgroup, and both warpgroups write every block a key block visits, so the first word tells.
+constexpr int kVisitWords = kHeadDim > 128 ? 2 : 1;
 constexpr int kBlockF4 = kBlockM * kHeadDim / 4;
 constexpr int kBlockThreads = 256;
 // Tile rows padded by 16 bytes: the 8 rows one warp's pairs fall in then start 4 banks apart, so the
@@ -80,7 +83,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_postproc
   }
   // Varlen: a block past the sequence's rows has no dq row (and its accumulator was never zeroed).
   if (m * kBlockM >= seqlen_q) return;
-  const bool visited = p.dq_visits == nullptr || p.dq_visits[blk] != 0;
+  const bool visited = p.dq_visits == nullptr || p.dq_visits[blk * kVisitWords] != 0;
 
   for (int f = threadIdx.x; f < kBlockF4; f += kBlockThreads) {
     const int t = f % 128;

@@ -45,6 +45,11 @@ __device__ __forceinline__ void red_add_v4_f32(float* p, float a, float b, float
   asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
 
+// Store 4 consecutive f32 at a 16-byte aligned global address (the vector reduction's plain twin).
+__device__ __forceinline__ void st_v4_f32(float* p, float a, float b, float c, float d) {
+  asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+
 // Store two consecutive f32 at an 8-byte aligned global address.
 __device__ __forceinline__ void st_v2_f32(float* p, float a, float b) {
   asm volatile("st.global.v2.f32 [%0], {%1, %2};" :: "l"(p), "f"(a), "f"(b) : "memory");

@@ -30,6 +30,7 @@ __device__ __forceinline__ int shfl_up(int v, int delta) { return __shfl_up_sync
 
 // Lane `src`'s `v` in every lane: shfl.sync.idx.
 __device__ __forceinline__ float shfl(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+__device__ __forceinline__ int shfl(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 
 }  // namespace warp
 

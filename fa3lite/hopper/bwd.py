@@ -20,8 +20,10 @@ Up to three launches on torch's current stream:
      dpsum and lse_log2).
   2. main kernel (bwd_kernel.cu): one CTA per (key block, query head, batch) -- 128 key rows, or 64
      for D = 256 -- writes dK/dV and adds dQ contributions into an f32 accumulator
-     (B, Hq, m_blocks, block_m * D) in fragment order (cuda_src/attention/bwd_dq.cuh); in the narrow
-     layout each query block's first contribution is stored instead (claims, or the first turn).
+     (B, Hq, m_blocks, block_m * D) in fragment order (cuda_src/attention/bwd_dq.cuh); each query
+     block's first contribution is stored instead (claims, or the first turn; wide: added into a part
+     the turn keeper zeroed) where stores_first says so: deterministic calls, and narrow ones but
+     D = 64 with softcap (two partial tiles per block).
      Causal CTAs are launched longest first within groups of heads sized to L2 (lpt_heads,
      bwd_scheduler.cuh).
   3. postprocess (bwd_postprocess.cu): dq = softmax_scale * accumulator in (B, Sq, Hq, D) (zeros for a
@@ -325,15 +327,16 @@ def dq_claims(variant: BwdVariant, deterministic: bool) -> bool:
     """Whether a call adds dQ with claims (bwd_dq.cuh): each query block's first tile is stored, so the
     preprocess zeroes one claim word per block instead of the f32 accumulator (a third of its
     traffic). Narrow variants whose dQ tile sums over all keys (dq_regions 1); not deterministic,
-    whose turns give the order (the first turn stores: stores_first)."""
+    whose turns give the order (the first turn stores: stores_first). Not the wide layout, where
+    both ways of claiming tried lost to the zeroing (bwd_dq.cuh, benchmarks/RESULTS.md section 35)."""
     return variant.dq_regions == 1 and not deterministic
 
 
 def stores_first(variant: BwdVariant, deterministic: bool) -> bool:
     """Whether the main kernel stores each query block's first dQ tile (bwd_dq.cuh: claims, or the first
-    of the deterministic turns in the narrow layout), so that the preprocess leaves the accumulator
-    alone and the postprocess reads the claim words or turn counters to find blocks nobody visited."""
-    return dq_claims(variant, deterministic) or (deterministic and variant.dq_regions > 0)
+    of the deterministic turns, narrow or wide), so that the preprocess leaves the accumulator alone and
+    the postprocess reads the claim words or turn counters to find blocks nobody visited."""
+    return variant.need_dq and (deterministic or dq_claims(variant, deterministic))
 
 
 def counter_words(variant: BwdVariant, deterministic: bool, query_blocks: int) -> int:
@@ -512,6 +515,8 @@ class _BwdPlan:
                                        num_heads=Hq, num_m_blocks=m_blocks, scale=softmax_scale)
         # The fields a call fills in lead each block (PRE/BWD/POST_PARAMS): addresses, and the main
         # kernel's four tensor maps first; each launch packs them with one struct (launch.Prepared).
+        # Plain launches: as dependent launches (the main kernel's set-up and K/V loads under the
+        # preprocess's last wave) they measured within ±2% either way (benchmarks/RESULTS.md section 35).
         self.pre_launch = launch.Prepared(self.pre, pre_grid, _AUX_THREADS, pre_params, PRE_HEAD, self.dev)
         self.main_launch = launch.Prepared(self.main, main_grid, THREADS, main_params, MAIN_HEAD, self.dev)
         self.post_launch = launch.Prepared(self.post, post_grid(B * Hq * m_blocks), _AUX_THREADS, post_params,
