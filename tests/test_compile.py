@@ -55,11 +55,12 @@ def test_fwd_variant_resources_and_sass(variant):
     assert sass.get("MUFU.EX2", 0) >= variant.block_n // 2
     # softcap: one MUFU.TANH per score of the thread's block_n / 2 (none without)
     assert (sass.get("MUFU.TANH", 0) >= variant.block_n // 2) if variant.softcap else "MUFU.TANH" not in sass
-    ops = instructions(sass_text(cache.get(variant.spec()).cubin))   # disassembled once for both checks
+    sass_listing = sass_text(cache.get(variant.spec()).cubin)   # disassembled once for both checks
+    ops = instructions(sass_listing)
     if variant.overlap:
         assert_exp2s_under_the_pv_gemm(variant, ops)
     # a boundary block's mask hides a thread's whole S fragment in one straight run of selects
-    runs = mask_select_runs(ops)
+    runs = mask_select_runs(instructions(sass_listing, guards=True))
     assert runs and all(r >= variant.block_n // 2 for r in runs), runs
 
 

@@ -20,6 +20,7 @@ _SMEM = re.compile(r"(\d+) bytes smem")
 _ADDRESS_AND_GUARD = r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?"   # '/*0d90*/  @!P0 '
 _OPCODE = re.compile(_ADDRESS_AND_GUARD + r"([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
 _INSTRUCTION = re.compile(_ADDRESS_AND_GUARD + r"([A-Z][^;]*);")
+_GUARDED_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+((?:@!?U?P\w+\s+)?[A-Z][^;]*);")
 
 
 @functools.cache
@@ -54,10 +55,11 @@ def sass_text(cubin: bytes) -> str:
     return res.stdout
 
 
-def instructions(sass: str) -> list[str]:
+def instructions(sass: str, guards: bool = False) -> list[str]:
     """The instructions in address order, opcode and operands without the guard predicate
-    (e.g. 'WARPGROUP.DEPBAR.LE gsb0, 0x1')."""
-    return [m.group(1).strip() for m in map(_INSTRUCTION.match, sass.splitlines()) if m]
+    (e.g. 'WARPGROUP.DEPBAR.LE gsb0, 0x1'), or with it where ``guards`` ('@!P0 BRA 0x3520')."""
+    pattern = _GUARDED_INSTRUCTION if guards else _INSTRUCTION
+    return [m.group(1).strip() for m in map(pattern.match, sass.splitlines()) if m]
 
 
 def overlap_window(ops: list[str]) -> list[str]:
@@ -73,16 +75,22 @@ _FLOW = ("BRA", "BSSY", "BSYNC", "EXIT", "RET", "CALL", "WARPSYNC", "BAR", "SYNC
 
 
 def mask_select_runs(ops: list[str]) -> list[int]:
-    """Of `instructions`' output: how many selects of -inf (a mask hiding scores) each straight run of
-    instructions holds, runs split at every branch, convergence point or barrier. A mask written
-    without branches puts all of a thread's accumulator entries into one run."""
+    """Of `instructions(sass, guards=True)`' output: how many selects of -inf (a mask hiding scores)
+    each straight run of instructions holds, runs split at every branch, convergence point or
+    barrier. A mask written without branches puts all of a thread's accumulator entries into one
+    run. ptxas writes a select as an FSEL of -INF (NVRTC 13.5) or as a guarded move of its bits
+    ('@P1 IMAD.MOV.U32 R9, RZ, RZ, -0x800000', NVRTC 13.0; an unguarded one sets a register, e.g.
+    a running max, and is no select)."""
     runs, cur = [], 0
     for op in ops:
-        if op.startswith(_FLOW):
+        guarded = op.startswith("@")
+        body = op.split(None, 1)[1] if guarded else op
+        if body.startswith(_FLOW):
             if cur:
                 runs.append(cur)
             cur = 0
-        elif op.startswith("FSEL") and "-INF" in op:
+        elif (body.startswith("FSEL") and "-INF" in body) or (
+                guarded and body.startswith("IMAD.MOV.U32") and body.endswith("-0x800000")):
             cur += 1
     if cur:
         runs.append(cur)
