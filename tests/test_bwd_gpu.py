@@ -148,10 +148,11 @@ def _poison_allocator(nbytes=256 << 20):
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("head_dim", hopper_bwd.HEAD_DIMS)
 def test_dq_first_tiles_on_poisoned_memory(head_dim, causal, offset, deterministic):
-    """The backward does not zero the dQ accumulator (bwd_dq.cuh; stores_first: narrow, and wide when
-    deterministic): each query block's first tile is stored (claims, or the first turn; wide, per
-    consumer warpgroup) and later ones added, and a block no key block visits comes out as zeros. The accumulator's memory held NaN before; many key blocks race for each query
-    block."""
+    """Where the preprocess does not zero the dQ accumulator (bwd.stores_first: narrow calls, and wide
+    deterministic ones, whose turn keeper zeroes each block's part at turn 0; bwd_dq.cuh), each query
+    block's first tile is stored (claims, or the first turn) and later ones added, and a block no key
+    block visits comes out as zeros. The accumulator's memory held NaN before; many key blocks race
+    for each query block."""
     torch.manual_seed(12)
     if offset is not None and not causal:
         pytest.skip("the offset only moves a causal mask")
