@@ -71,6 +71,7 @@ def overlap_window(ops: list[str]) -> list[str]:
     return ops[start:end]
 
 
+_NEG_INF_BITS = (", -0x800000", ", 0xff800000")   # -inf as a move's immediate (IMAD.MOV.U32, MOV)
 _FLOW = ("BRA", "BSSY", "BSYNC", "EXIT", "RET", "CALL", "WARPSYNC", "BAR", "SYNCS")
 
 
@@ -79,8 +80,8 @@ def mask_select_runs(ops: list[str]) -> list[int]:
     each straight run of instructions holds, runs split at every branch, convergence point or
     barrier. A mask written without branches puts all of a thread's accumulator entries into one
     run. ptxas writes a select as an FSEL of -INF (NVRTC 13.5) or as a guarded move of its bits
-    ('@P1 IMAD.MOV.U32 R9, RZ, RZ, -0x800000', NVRTC 13.0; an unguarded one sets a register, e.g.
-    a running max, and is no select)."""
+    ('@P1 IMAD.MOV.U32 R9, RZ, RZ, -0x800000' or '@!P1 MOV R55, 0xff800000', NVRTC 13.0; an
+    unguarded one sets a register, e.g. a running max, and is no select)."""
     runs, cur = [], 0
     for op in ops:
         guarded = op.startswith("@")
@@ -89,8 +90,7 @@ def mask_select_runs(ops: list[str]) -> list[int]:
             if cur:
                 runs.append(cur)
             cur = 0
-        elif (body.startswith("FSEL") and "-INF" in body) or (
-                guarded and body.startswith("IMAD.MOV.U32") and body.endswith("-0x800000")):
+        elif (body.startswith("FSEL") and "-INF" in body) or (guarded and body.endswith(_NEG_INF_BITS)):
             cur += 1
     if cur:
         runs.append(cur)
