@@ -44,16 +44,11 @@ def _tensor(t) -> tuple:
     return t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16 == 0
 
 
-def _exact(flags, scale, backend) -> bool:
-    return (all(type(f) is bool for f in flags) and type(scale) in _SCALES and type(backend) is str
-            and not torch.compiler.is_compiling())
-
-
 def flash_key(q, k, v, softmax_scale, causal, deterministic, return_lse, backend, window_size=(-1, -1),
               softcap=0.0, learnable_sink=None):
     """Key of a flash_attn_func call, or None when it cannot have one (window_size must be a tuple of
     two ints, softcap an int or float, learnable_sink None or a torch.Tensor)."""
-    # spelled out, not through _exact and all(): this runs on every call (generators cost ~1 us)
+    # spelled out, without all() and generators: this runs on every call (generators cost ~1 us)
     if not (type(causal) is bool and type(deterministic) is bool and type(return_lse) is bool
             and type(softmax_scale) in _SCALES and type(backend) is str and type(softcap) in _SOFTCAPS
             and type(window_size) is tuple and len(window_size) == 2 and type(window_size[0]) is int
@@ -101,24 +96,22 @@ def kvcache_key(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens
     """Key of a flash_attn_with_kvcache call, or None. Its checks (kvcache._problems and the shared
     scale/flag/window/softcap/backend checks) read each tensor's metadata, cache_seqlens' value when it
     is an int, num_splits' value and pack_gqa's: all in the key, with their exact types."""
-    if not _exact((causal, rotary_interleaved, return_softmax_lse), softmax_scale, backend):
+    # spelled out (as in flash_key): a decode step runs this on every call
+    if not (type(causal) is bool and type(rotary_interleaved) is bool and type(return_softmax_lse) is bool
+            and type(softmax_scale) in _SCALES and type(backend) is str and type(window_size) is tuple
+            and len(window_size) == 2 and type(window_size[0]) is int and type(window_size[1]) is int
+            and type(softcap) in _SOFTCAPS and type(num_splits) is int and (pack_gqa is None or type(pack_gqa) is bool)
+            and not torch.compiler.is_compiling()):
         return None
-    if (type(window_size) is not tuple or len(window_size) != 2 or not all(type(w) is int for w in window_size)
-            or type(softcap) not in _SOFTCAPS or type(num_splits) is not int
-            or not (pack_gqa is None or type(pack_gqa) is bool)):
-        return None
-    if cache_seqlens is None or type(cache_seqlens) is int:
-        seqlens = (type(cache_seqlens), cache_seqlens)
-    else:
-        seqlens = None   # a tensor, keyed below
     try:
-        tensors = tuple(_optional(t) for t in (q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_batch_idx,
-                                               cache_leftpad, page_table))
-        if seqlens is None:
+        if cache_seqlens is None or type(cache_seqlens) is int:
+            seqlens = (type(cache_seqlens), cache_seqlens)
+        else:
             seqlens = _tensor(cache_seqlens)
+        tensors = (_tensor(q), _tensor(k_cache), _tensor(v_cache), _optional(k), _optional(v), _optional(rotary_cos),
+                   _optional(rotary_sin), _optional(cache_batch_idx), _optional(cache_leftpad), _optional(page_table))
         return ("kvcache", tensors, seqlens, softmax_scale, causal, window_size, (type(softcap), softcap),
-                rotary_interleaved,
-                num_splits, pack_gqa, return_softmax_lse, backend, os.environ.get("FA3LITE_DEBUG"))
+                rotary_interleaved, num_splits, pack_gqa, return_softmax_lse, backend, os.environ.get("FA3LITE_DEBUG"))
     except (TypeError, RuntimeError):
         return None
 

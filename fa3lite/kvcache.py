@@ -234,11 +234,15 @@ class _Layout:
     def inputs(self, q, k_cache, v_cache, k, v, cos, sin, cache_seqlens, batch_idx, leftpad, page_table,
                appender=None, alias: bool = False) -> "_Rows":
         """Rotary and the append (in place), then the varlen path's inputs (_Rows). ``appender``: None,
-        or a callable that writes k and v into the caches (the append kernel's launch, _Plan) and
-        returns whether it did; otherwise torch's ops do (_append). ``alias``: q itself where the layout
+        or a callable that writes k and v into the caches (the append kernel's launch, _Plan), and with a
+        tensor cache_seqlens and no leftpad the key lengths after the append into a fresh int32 (B,)
+        (no torch add per step), and returns whether it did; otherwise torch's ops do (_append). Only a
+        kernel plan's call passes one, and its plan reads the caches' addresses only: the K and V rows
+        are then the caches themselves, not views of them as rows. ``alias``: q itself where the layout
         reads it in place (the kernel plans: step_rows), else packed into a copy (the general path)."""
         b, sq, dev = self.b, self.sq, q.device
         s_new = 0 if k is None else k.shape[1]
+        used_k = None   # the key lengths after the append, where the append kernel writes them
         if k is not None:
             if cos is not None:
                 end = _ends(cache_seqlens, b, self.rows_per_seq, dev).to(torch.int64)
@@ -248,17 +252,24 @@ class _Layout:
                 # themselves; otherwise every query sits at the append position.
                 same = not (self.causal or self.windowed)
                 q = rotary.apply_rotary(q, cos, sin, _positions(logical, sq, cos.shape[0], same), self.interleaved)
-            if appender is None or not appender(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table):
+            if appender is not None and leftpad is None and isinstance(cache_seqlens, torch.Tensor):
+                used_k = cache_seqlens.new_empty((b,))
+            if appender is None or not appender(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table, used_k):
+                used_k = None
                 end = _ends(cache_seqlens, b, self.rows_per_seq, dev).to(torch.int64)
                 row = _constant(("arange", b, 1), dev) if batch_idx is None else batch_idx.to(torch.int64)
                 for cache, new in ((k_cache, k), (v_cache, v)):
                     _append(cache, new, end, row, page_table)
-        if self.paged and not self.pages_in_place:
+        gathered = self.paged and not self.pages_in_place
+        if gathered:
             keys = [_gathered(c, page_table) for c in (k_cache, v_cache)]
+        elif appender is not None:   # a kernel plan's call: it reads the caches' addresses only, no view op
+            keys = [k_cache, v_cache]
         else:
             keys = [c.view(-1, *c.shape[2:]) for c in (k_cache, v_cache)]
+        total_rows = keys[0].shape[0] if gathered else k_cache.shape[0] * k_cache.shape[1]
         cu_k, used_k = _key_rows(cache_seqlens, s_new, batch_idx if not self.paged else None, leftpad, b,
-                                 self.rows_per_seq, keys[0].shape[0], dev)
+                                 self.rows_per_seq, total_rows, dev, used_k)
         if self.pages_in_place:   # the kernel finds each sequence's rows through the page table
             cu_k = _constant(("full", b + 1, 0), dev, torch.int32)
         cu_q = _constant(("arange", b + 1, self.rows), dev, torch.int32)
@@ -302,13 +313,15 @@ class _Plan:
     def __init__(self, layout: _Layout, kernel):
         self.layout, self.kernel, self.appends = layout, kernel, None
 
-    def _append(self, k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table) -> bool:
+    def _append(self, k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table, used_k) -> bool:
+        """The append kernel's launch (its plan made on the first call), writing ``used_k`` too when it is
+        a tensor; False where torch's ops must append instead."""
         if self.appends is None:
             if k.is_cuda and torch.cuda.is_current_stream_capturing():
                 return False   # no module load inside a CUDA graph capture: torch's ops this time
             self.appends = ops.kv_append_plan(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table) or False
         if self.appends:
-            self.appends(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table)
+            self.appends(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table, used_k)
         return bool(self.appends)
 
     def __call__(self, *args):
@@ -324,7 +337,7 @@ class _Plan:
 class _Rows(typing.NamedTuple):
     """One call's inputs to the varlen path (_Layout.inputs): q rows (packed (B * rows, heads, D), or
     with ``aliased`` the step's q itself, read in place: step_rows), the K and V rows (the cache viewed
-    as rows, the gathered pages, or the page pool), cu_seqlens_q / cu_seqlens_k int32 (B + 1,) and
+    as rows, the gathered pages, or the page pool; in a kernel plan's call the caches as they are), cu_seqlens_q / cu_seqlens_k int32 (B + 1,) and
     seqused_k int32 (B,)."""
 
     q: torch.Tensor
@@ -343,19 +356,24 @@ def _ends(cache_seqlens, b: int, rows_per_seq: int, dev) -> torch.Tensor:
     return _constant(("full", b, rows_per_seq if cache_seqlens is None else cache_seqlens), dev, torch.int32)
 
 
-def _key_rows(cache_seqlens, s_new: int, batch_idx, leftpad, b: int, rows_per_seq: int, total_rows: int, dev):
+def _key_rows(cache_seqlens, s_new: int, batch_idx, leftpad, b: int, rows_per_seq: int, total_rows: int, dev,
+              used_k=None):
     """(cu_k (B + 1,), used_k (B,)) int32 for the varlen path: sequence b's keys are rows
     cu_k[b] .. cu_k[b] + used_k[b] - 1 of the cache viewed as rows (paged: of the gathered copy, whose
     row b is batch row b). cu_k[B] only completes the shape (seqused_k gives every length). The
     kernels clamp both to the cache's rows, so no value of a device tensor reads out of bounds; what
     is not a device tensor comes from a per-shape constant, so a plain decode step (cache_seqlens a
-    tensor, nothing appended, no leftpad) costs no extra kernel launch."""
+    tensor, nothing appended, no leftpad) costs no extra kernel launch. ``used_k``: the lengths the
+    append kernel wrote (cache_seqlens + s_new, no leftpad), or None. Every input is int32 (the
+    checks), so are the results."""
     if batch_idx is None and leftpad is None:
         cu_k = _constant(("arange", b + 1, rows_per_seq), dev, torch.int32)
     else:
         row = torch.arange(b, device=dev) if batch_idx is None else batch_idx.to(torch.int64)
         first = row * rows_per_seq + (0 if leftpad is None else leftpad)
         cu_k = torch.cat((first, first.new_full((1,), total_rows))).to(torch.int32)
+    if used_k is not None:
+        return cu_k, used_k
     if isinstance(cache_seqlens, torch.Tensor):
         used_k = cache_seqlens if s_new == 0 else cache_seqlens + s_new
     else:
@@ -363,7 +381,7 @@ def _key_rows(cache_seqlens, s_new: int, batch_idx, leftpad, b: int, rows_per_se
                            torch.int32)
     if leftpad is not None:
         used_k = (used_k - leftpad).clamp(min=0)
-    return cu_k, used_k.to(torch.int32)
+    return cu_k, used_k
 
 
 _constants: dict[tuple, torch.Tensor] = {}

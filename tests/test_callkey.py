@@ -450,6 +450,8 @@ def varlen_kernels_on_cpu(monkeypatch):
         def plan(q, k, v, cu_q, cu_k, seqused_q, seqused_k, sink, page_table=None):
             seen["planned_calls"] += 1
             assert (page_table is None) == (paged is None) and seqused_q is None
+            # a repeat hands over the caches as they are (the kernels read addresses only): as rows here
+            k, v = (t.view(-1, *t.shape[-2:]) for t in (k, v))
             if paged is not None:   # the pool read through the page table, as the kernel reads it
                 assert not cu_k.any()
                 page_size, pages = paged
@@ -482,8 +484,11 @@ def varlen_kernels_on_cpu(monkeypatch):
 
     def append_plan(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table):
         """The append kernel's stand-in: torch's append (the GPU tests hold the kernel to its bits)."""
-        def append(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table):
+        def append(k_cache, v_cache, k, v, cache_seqlens, batch_idx, page_table, seqused=None):
             seen["kernel_appends"] += 1
+            if seqused is not None:   # the key lengths after the append, as the kernel writes them
+                seen["seqused_written"] += 1
+                seqused.copy_(cache_seqlens + k.shape[1])
             rows = k_cache.shape[1] * (1 if page_table is None else page_table.shape[1])
             end = cache_seqlens.long() if isinstance(cache_seqlens, torch.Tensor) else torch.full((k.shape[0],),
                                                                                                 cache_seqlens)
@@ -493,7 +498,7 @@ def varlen_kernels_on_cpu(monkeypatch):
             assert rows > 0
         return append
 
-    seen["kernel_appends"] = 0
+    seen["kernel_appends"] = seen["seqused_written"] = 0
     monkeypatch.setattr(hopper, "forward_varlen", forward_varlen)
     monkeypatch.setattr(hopper, "forward_varlen_plan", forward_varlen_plan)
     monkeypatch.setattr(hopper, "append_plan", append_plan)
@@ -522,7 +527,7 @@ def test_kvcache_repeat_goes_to_the_plan_with_the_same_result(varlen_kernels_on_
         caches.append((kcc, vcc))
     # packed heads of a contiguous q: the plan reads its rows in place and writes out / lse in its layout
     assert seen == {"plans": 1, "planned_calls": 2, "checks": 1, "paged": None, "kernel_appends": 2 if appends else 0,
-                    "aliased": True}
+                    "seqused_written": 2 if appends else 0, "aliased": True}
     for (out, lse), (kcc, vcc) in zip(results[1:], caches[1:]):
         assert torch.equal(out, results[0][0]) and torch.equal(lse, results[0][1])
         assert torch.equal(kcc, caches[0][0]) and torch.equal(vcc, caches[0][1])

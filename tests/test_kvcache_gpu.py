@@ -305,7 +305,11 @@ def test_append_kernel_writes_the_bits_torch_appends(layout, s_new, lengths):
     plan = hopper.append_plan(k_cache, v_cache, k, v, seqlens, batch_idx, table)
     assert plan is not None
     got_k, got_v = k_cache.clone(), v_cache.clone()
-    plan(got_k, got_v, k, v, seqlens, batch_idx, table)
+    seqused = torch.full((b,), -12345, dtype=torch.int32, device="cuda")
+    plan(got_k, got_v, k, v, seqlens, batch_idx, table, seqused)
+    # the key lengths after the append, as kvcache's torch path computes them (an int32 add)
+    assert torch.equal(seqused, seqlens + s_new if lengths == "tensor"
+                       else torch.full((b,), seqlens + s_new, dtype=torch.int32, device="cuda"))
     end = seqlens.long() if lengths == "tensor" else torch.full((b,), seqlens, device="cuda")
     row = torch.arange(b, device="cuda") if batch_idx is None else batch_idx.long()
     for cache, new in ((k_cache, k), (v_cache, v)):
@@ -378,12 +382,14 @@ def test_append_kernel_clamps_malformed_device_values(paged):
     k_cache = torch.zeros(units, rows, hk, d, device="cuda", dtype=torch.bfloat16)
     v_cache = torch.zeros_like(k_cache)
     k, v = (torch.randn(b, 1, hk, d, device="cuda", generator=g).bfloat16() for _ in range(2))
-    seqlens = torch.tensor([-7, 10 ** 6, 5], dtype=torch.int32, device="cuda")
+    seqlens = torch.tensor([-7, 2 ** 31 - 1, 5], dtype=torch.int32, device="cuda")
     table = torch.tensor([[-1], [10 ** 6], [2]], dtype=torch.int32, device="cuda") if paged else None
     batch_idx = None if paged else torch.tensor([-3, 99, 1], dtype=torch.int32, device="cuda")
     plan = hopper.append_plan(k_cache, v_cache, k, v, seqlens, batch_idx, table)
-    plan(k_cache, v_cache, k, v, seqlens, batch_idx, table)
+    seqused = torch.zeros(b, dtype=torch.int32, device="cuda")
+    plan(k_cache, v_cache, k, v, seqlens, batch_idx, table, seqused)
     torch.cuda.synchronize()
+    assert torch.equal(seqused, seqlens + 1)   # torch's int32 add, wrapping at 2 ** 31 as it does
     # (unit, row) each batch row's new row lands in: lengths clamped to [0, capacity - 1], then the
     # unit (cache row or page) clamped to [0, units - 1]
     want = [(0, 0), (units - 1, rows - 1), (2 if paged else 1, 5)]

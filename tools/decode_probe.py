@@ -174,7 +174,10 @@ def host():
             call()
         t1 = time.perf_counter()
         torch.cuda.synchronize()
-        print(f"\n== B={b} L={length} s_new={s_new}: {(t1 - t0) / n * 1e6:.1f} us host per call (back to back)")
+        t2 = time.perf_counter()
+        print(f"\n== B={b} L={length} s_new={s_new}: {(t1 - t0) / n * 1e6:.1f} us host per call (back to back), "
+              f"{(t2 - t0) / n * 1e6:.1f} us wall")
+        _eager_kernels(call)
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(500):
@@ -182,6 +185,162 @@ def host():
         prof.disable()
         torch.cuda.synchronize()
         pstats.Stats(prof).sort_stats("tottime").print_stats(22)
+
+
+def host_split():
+    """Host microseconds of each stage of a repeated decode step with one appended row (B=1, 1k),
+    every stage timed alone back to back (2000 calls, median of 5 interleaved rounds): the whole call,
+    the call key, the append launch, seqused_k's add, the rows (layout.inputs with the append), the
+    split + combine launches, torch.no_grad()."""
+    import statistics
+
+    from fa3lite import callkey
+
+    b, length = 1, 1024
+    q, kv = _caches(b, length, 1)
+    kc, vc = kv[0]
+    seqlens = torch.full((b,), length - 1, dtype=torch.int32, device="cuda")
+    k_new, v_new = (torch.randn(b, 1, HK, D, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    args = (q, kc, vc, k_new, v_new, None, None, seqlens, None, None, None)
+
+    def call():
+        return fa3lite.flash_attn_with_kvcache(q, kc, vc, k_new, v_new, cache_seqlens=seqlens, causal=True)
+
+    for _ in range(5):
+        call()
+    torch.cuda.synchronize()
+    key = callkey.kvcache_key(*args, None, True, (-1, -1), 0.0, True, 0, None, False, "auto")
+    plan = callkey.find(key)
+    rows = plan.layout.inputs(*args, appender=plan._append, alias=True)
+    no_grad = torch.no_grad()
+
+    def grad_off():
+        with no_grad:
+            pass
+
+    stages = {
+        "whole call": call,
+        "kvcache_key + find": lambda: callkey.find(callkey.kvcache_key(*args, None, True, (-1, -1), 0.0, True, 0,
+                                                                        None, False, "auto")),
+        "torch.no_grad enter/exit": grad_off,
+        "layout.inputs (append launch, seqused add, views)": lambda: plan.layout.inputs(
+            *args, appender=plan._append, alias=True),
+        "append launch alone": lambda: plan.appends(kc, vc, k_new, v_new, seqlens, None, None),
+        "seqlens + 1 (int32)": lambda: seqlens + 1,
+        "split + combine launches (plan.kernel)": lambda: plan.kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k,
+                                                                      None, rows.used_k, None),
+        "layout.outputs": lambda: plan.layout.outputs(rows.q, None, True),
+        "torch.empty_like(seqlens)": lambda: torch.empty_like(seqlens),
+    }
+    used = rows.used_k
+
+    def pair(*fns):
+        def run():
+            for fn in fns:
+                fn()
+        return run
+
+    append = stages["append launch alone"]
+    add = stages["seqlens + 1 (int32)"]
+    split = lambda: plan.kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, None, used, None)  # noqa: E731
+    fill = lambda: used.fill_(length)  # noqa: E731
+    stages.update({
+        "append + split": pair(append, split),
+        "add + split": pair(add, split),
+        "fill_ + split": pair(fill, split),
+        "add + append": pair(add, append),
+        "add + append + split": pair(add, append, split),
+        "append + add + split": pair(append, add, split),
+    })
+    times = {name: [] for name in stages}
+    n = 2000
+    for _ in range(5):
+        for name, fn in stages.items():
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            times[name].append((time.perf_counter() - t0) / n * 1e6)
+            torch.cuda.synchronize()
+    for name, ts in times.items():
+        print(f"{statistics.median(ts):8.2f} us  {name}")
+    _instrumented(call, plan)
+
+
+def _instrumented(call, plan, n: int = 2000):
+    """The whole decode call with the time spent inside its parts summed (each wrapped in a timer), and
+    once more with Python's garbage collector off."""
+    import gc
+
+    from fa3lite import callkey, kvcache
+
+    spent: dict[str, float] = {}
+
+    def timed(name, fn):
+        def run(*a, **kw):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.perf_counter() - t0
+        return run
+
+    saved = (callkey.kvcache_key, kvcache._key_rows, plan.kernel, plan.appends)
+    layout_inputs = type(plan.layout).inputs
+    callkey.kvcache_key = timed("kvcache_key", saved[0])
+    kvcache._key_rows = timed("_key_rows (seqused add)", saved[1])
+    plan.kernel = timed("split + combine launches", saved[2])
+    plan.appends = timed("append launch", saved[3])
+    type(plan.layout).inputs = timed("layout.inputs (all)", layout_inputs)
+    try:
+        for _ in range(20):
+            call()
+        torch.cuda.synchronize()
+        spent.clear()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            call()
+        total = time.perf_counter() - t0
+        torch.cuda.synchronize()
+    finally:
+        callkey.kvcache_key, kvcache._key_rows, plan.kernel, plan.appends = saved
+        type(plan.layout).inputs = layout_inputs
+    print(f"instrumented whole call {total / n * 1e6:.2f} us; inside it:")
+    for name, t in spent.items():
+        print(f"{t / n * 1e6:8.2f} us  {name}")
+    for collect in (True, False):
+        if not collect:
+            gc.disable()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            call()
+        print(f"whole call, gc {'on' if collect else 'off'}: {(time.perf_counter() - t0) / n * 1e6:.2f} us")
+        torch.cuda.synchronize()
+    gc.enable()
+
+
+def _eager_kernels(call, calls: int = 50):
+    """Each kernel of ``calls`` eager calls issued back to back (torch.profiler): name, count per call,
+    mean duration; and the GPU's busy time per call against the span, so a step that the GPU (not
+    the host) paces shows up."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            call()
+        torch.cuda.synchronize()
+    ev = sorted((e.start_ns(), e.duration_ns(), e.name()) for e in prof.profiler.kineto_results.events()
+                if e.device_type() == torch.autograd.DeviceType.CUDA)
+    by_name: dict[str, list[int]] = {}
+    for _, dur, name in ev:
+        by_name.setdefault(name[:80], []).append(dur)
+    for name, durs in by_name.items():
+        print(f"   {len(durs) / calls:4.1f} x {sum(durs) / len(durs) / 1e3:7.2f} us  {name}")
+    if ev:
+        span = (ev[-1][0] + ev[-1][1] - ev[0][0]) / 1e3 / calls
+        busy = sum(d for _, d, _ in ev) / 1e3 / calls
+        print(f"   GPU busy {busy:.1f} us of a {span:.1f} us span per call")
 
 
 TIMELINE_SHAPES = ((1, 1024), (1, 8192), (1, 32768), (8, 8192))
@@ -294,14 +453,14 @@ def trace(out_path):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("sweep", "host", "pack", "paged", "timeline", "trace"))
+    ap.add_argument("what", choices=("sweep", "host", "host_split", "pack", "paged", "timeline", "trace"))
     ap.add_argument("--out")
     ap.add_argument("--sq", type=int, default=1, help="timeline: query positions per step")
     ap.add_argument("--shapes", help="timeline: B x L pairs, e.g. 8x1024,64x1024 (default TIMELINE_SHAPES)")
     args = ap.parse_args()
     shapes = TIMELINE_SHAPES if not args.shapes else tuple(
         tuple(int(n) for n in pair.split("x")) for pair in args.shapes.split(","))
-    {"sweep": lambda: sweep(args.out), "host": host, "pack": lambda: pack(args.out),
+    {"sweep": lambda: sweep(args.out), "host": host, "host_split": host_split, "pack": lambda: pack(args.out),
      "paged": lambda: paged(args.out), "timeline": lambda: timeline(args.out, args.sq, shapes),
      "trace": lambda: trace(args.out)}[args.what]()
 

@@ -53,6 +53,24 @@ def host_us(step, calls=200, batches=5) -> float:
     return statistics.median(times)
 
 
+def _interleaved(steps: dict, calls: int = 200, rounds: int = 9) -> dict:
+    """Median host microseconds of each no-grad step, the steps alternating batch by batch."""
+    times = {name: [] for name in steps}
+    with torch.no_grad():
+        for step in steps.values():
+            for _ in range(20):
+                step()
+        for _ in range(rounds):
+            for name, step in steps.items():
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    step()
+                times[name].append((time.perf_counter() - t0) / calls * 1e6)
+                torch.cuda.synchronize()
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def _profile(call, calls: int = 1000, grad: bool = False):
     """(us per call by stage, top functions by own time) of ``call`` under cProfile (no grad unless
     ``grad``)."""
@@ -113,6 +131,9 @@ def main() -> int:
 
     bwd = host_us(bwd_impl)
     fwd_stages, fwd_top = _profile(lambda: fn(q, k, v))
+    sdpa_stages, sdpa_top = _profile(lambda: fa3lite.scaled_dot_product_attention(qt, kt, vt))
+    interleaved = _interleaved({"fwd": lambda: fn(q, k, v),
+                                "sdpa_fwd": lambda: fa3lite.scaled_dot_product_attention(qt, kt, vt)})
     bwd_stages, bwd_top = _profile(bwd_impl)
     # A whole training step of the op, with autograd's engine on this thread so cProfile sees it.
     with torch.autograd.set_multithreading_enabled(False):
@@ -122,7 +143,9 @@ def main() -> int:
         "host_us": {"fwd": fwd, "fwd_grad": fwd_grad, "fwd_bwd": fwd_bwd, "sdpa_fwd": sdpa,
                     "sdpa_fwd on transposed views, scale, backend='fa3lite'": sdpa_views,
                     "op_fwd (torch.ops.fa3lite.fwd)": op, "bwd (ops._bwd_impl, main thread)": bwd},
+        "interleaved_no_grad_us": interleaved,
         "profiled_us_per_call_by_stage": fwd_stages, "profiled_top": fwd_top,
+        "sdpa_profiled_us_per_call_by_stage": sdpa_stages, "sdpa_profiled_top": sdpa_top,
         "bwd_profiled_us_per_call_by_stage": bwd_stages, "bwd_profiled_top": bwd_top,
         "fwd_bwd_profiled_us_per_call_by_stage": step_stages, "fwd_bwd_profiled_top": step_top,
     }

@@ -21,6 +21,7 @@ struct AppendParams {
   const i32* seqlens;        // (B,) append positions, or null: every batch row appends at `seqlen`
   const void* batch_idx;     // (B,) int32 or int64 cache row of each batch row, or null (row b); no page table
   const i32* page_table;     // (B, pages_per_seq) or null
+  i32* seqused;              // (B,) or null: the append positions + s_new, the attention's seqused_k
   i64 k_new_b, k_new_s, k_new_h;
   i64 v_new_b, v_new_s, v_new_h;
   i64 k_cache_row, k_cache_h;
@@ -73,6 +74,12 @@ extern "C" __global__ void __launch_bounds__(kThreads) fa3lite_kv_append(const _
     row = pos % p.rows_per_unit;
   } else if (p.batch_idx != nullptr) {
     unit = p.batch_idx_64 ? static_cast<const i64*>(p.batch_idx)[b] : static_cast<const i32*>(p.batch_idx)[b];
+  }
+  if (p.seqused != nullptr && i == 0 && threadIdx.x == 0) {
+    // The key lengths of the attention launched next on the stream (which orders it after this
+    // kernel): start + s_new as torch's int32 add computes it (wrapping; the attention kernels
+    // clamp it to the cache), so a decode step needs no torch kernel launch for it.
+    p.seqused[b] = static_cast<i32>(static_cast<u32>(start) + static_cast<u32>(p.s_new));
   }
   const i64 flat = clamp(unit, p.units - 1) * p.rows_per_unit + row;
   copy_row(p.k_new + b * p.k_new_b + i * p.k_new_s, p.k_new_h, p.k_cache + flat * p.k_cache_row, p.k_cache_h,
