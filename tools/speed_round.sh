@@ -13,9 +13,10 @@
 #             separated by ';'): the case's main kernel only (NCU_KERNELS, an ncu -k filter; default
 #             ours and FA4's forward or backward kernel as the mode says), metrics, then warp-stall samples per SASS instruction (the source
 #             page as CSV; benchmarks/nvidia-h100-x1-2026-11-26/session28/ncu_round2/stalls.py reads it)
-#   final     final/bf16 and final/fp16: the session's final grid with FA4 (after peers_b): bf16 forward
-#             and backward with the deterministic rows, feature rows and host table, 5 rotated rounds;
-#             then the fp16 backward (FINAL_LIMIT, default 440 s for the bf16 grid)
+#   final     final.tgz (final/bf16 and final/fp16: one file, as the device tool brings back at most
+#             eight): the session's final grid with FA4 (after peers_b): bf16 forward and backward with
+#             the deterministic rows, feature rows and host table, 5 rotated rounds; then the fp16
+#             backward (FINAL_LIMIT, default 440 s for the bf16 grid; FINAL_DTYPES, default "bf16 fp16")
 #   peers_a   FA4 staging, call 1 of 2 (carry .peers/a): the first wheel part to /root/peers
 #   peers_b   FA4 staging, call 2 (carry .peers/b, right after call 1): installs FA4 for the later steps
 # Usage on the device: bash tools/speed_round.sh [steps...]   (default: tests sanitize ab)
@@ -90,14 +91,20 @@ for step in $steps; do
       done ;;
     final)
       mkdir -p "$OUT/final"
-      timeout "${FINAL_LIMIT:-440}" python3 -m fa3lite.bench --mode fwd,bwd --head-dim 64,128,256 --causal both \
-        --seqlen 1k,4k,16k --deterministic --impl fa3lite,cudnn,fa4 --rounds 5 --no-compile-time --no-plots \
-        --time-budget $(( ${FINAL_LIMIT:-440} - 40 )) --out "$OUT/final/bf16" > "$OUT/final/bf16.log" 2>&1
-      echo "== final bf16 rc=$?"
-      timeout 130 python3 -m fa3lite.bench --mode bwd --head-dim 64,128,256 --causal both --seqlen 1k,4k,16k \
-        --dtype fp16 --impl fa3lite,cudnn,fa4 --no-compile-time --no-plots --no-host-time --no-features \
-        --time-budget 110 --out "$OUT/final/fp16" > "$OUT/final/fp16.log" 2>&1
-      echo "== final fp16 rc=$?" ;;
+      case " ${FINAL_DTYPES:-bf16 fp16} " in *" bf16 "*)
+        timeout "${FINAL_LIMIT:-440}" python3 -m fa3lite.bench --mode fwd,bwd --head-dim 64,128,256 --causal both \
+          --seqlen 1k,4k,16k --deterministic --impl fa3lite,cudnn,fa4 --rounds 5 --no-compile-time --no-plots \
+          --time-budget $(( ${FINAL_LIMIT:-440} - 40 )) --out "$OUT/final/bf16" > "$OUT/final/bf16.log" 2>&1
+        echo "== final bf16 rc=$?" ;;
+      esac
+      case " ${FINAL_DTYPES:-bf16 fp16} " in *" fp16 "*)
+        timeout 130 python3 -m fa3lite.bench --mode bwd --head-dim 64,128,256 --causal both --seqlen 1k,4k,16k \
+          --dtype fp16 --impl fa3lite,cudnn,fa4 --no-compile-time --no-plots --no-host-time --no-features \
+          --time-budget 110 --out "$OUT/final/fp16" > "$OUT/final/fp16.log" 2>&1
+        echo "== final fp16 rc=$?" ;;
+      esac
+      # one file: the device tool brings back at most eight
+      tar czf "$OUT/final.tgz" -C "$OUT" final && rm -rf "$OUT/final" ;;
     peers_a)
       mkdir -p /root/peers && cp .peers/a/* /root/peers/ && echo "== peers part a staged" ;;
     peers_b)

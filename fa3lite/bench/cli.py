@@ -329,6 +329,8 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
         round_timer = CudaTimer(opts.warmup, math.ceil(opts.reps / opts.rounds), soak_s)
         runner = GridRunner(impls, spec, round_timer, "cuda", l2_bytes=l2_bytes(0), absent=absent,
                             deadline=deadline, odd_check=opts.odd_check, on_result=on_result, rounds=opts.rounds)
+        if opts.host_time:   # first: seconds of work, never lost to the time budget (the grid's cells may be)
+            run.host_times = runner.host_times()
         try:
             run.measurements = run_tracked(runner, cells)
         finally:
@@ -338,8 +340,6 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
                                  + ", ".join(f"{labels.get(n, n)} {t:.0f} s" for n, t in runner.wall_s.items()))
         if opts.features:
             _run_features(run, impls, spec, timer, absent, deadline, runner.fatal)
-        if opts.host_time:
-            run.host_times = runner.host_times()
     except KeyboardInterrupt:
         run.complete = False
         status = EXIT_INTERRUPTED
