@@ -404,17 +404,7 @@ class _EagerAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, sink, call):
-        if call.plan is not None:
-            out, lse = call.plan(q, k, v, kernel_sink(sink))
-        elif call.bhsd:
-            out, lse = _fwd_bhsd_impl(q, k, v, call.softmax_scale, call.causal, call.deterministic, call.backend,
-                                      call.checked)
-        else:
-            out, lse = _fwd_impl(q, k, v, call.softmax_scale, call.causal, call.causal_offset, call.deterministic,
-                                 call.backend, call.checked, call.local_offset, call.softcap, sink)
-        ctx.save_for_backward(q, k, v, out, lse, sink)
-        ctx.call = call
-        ctx.set_materialize_grads(False)   # lse has no gradient: no zero dLSE made for each backward
+        out, lse = _eager_forward(ctx, q, k, v, sink, call)
         ctx.mark_non_differentiable(lse)
         return out, lse
 
@@ -430,6 +420,36 @@ class _EagerAttention(torch.autograd.Function):
             return _bwd_impl(*args, checked=ctx.call.checked, fwd_plan=ctx.call.plan, **mods)
 
         return _grads(ctx, dout, kernels, _EagerAttention.SINK_INDEX)
+
+
+def _eager_forward(ctx, q, k, v, sink, call):
+    """The eager nodes' forward: (out, lse) from the plan or the implementations, saved for the backward."""
+    if call.plan is not None:
+        out, lse = call.plan(q, k, v, None if sink is None else kernel_sink(sink))
+    elif call.bhsd:
+        out, lse = _fwd_bhsd_impl(q, k, v, call.softmax_scale, call.causal, call.deterministic, call.backend,
+                                  call.checked)
+    else:
+        out, lse = _fwd_impl(q, k, v, call.softmax_scale, call.causal, call.causal_offset, call.deterministic,
+                             call.backend, call.checked, call.local_offset, call.softcap, sink)
+    ctx.save_for_backward(q, k, v, out, lse, sink)
+    ctx.call = call
+    ctx.set_materialize_grads(False)   # lse has no gradient: no zero dLSE made for each backward
+    return out, lse
+
+
+class _EagerAttentionOut(_EagerAttention):
+    """_EagerAttention for calls that do not return lse (most): out is the node's one output and lse
+    is saved as an intermediate (it carries no gradient), so autograd wraps one output and marks
+    none non-differentiable (a few us a call). Same backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, sink, call):
+        return _eager_forward(ctx, q, k, v, sink, call)[0]
+
+    @staticmethod
+    def backward(ctx, dout):
+        return _EagerAttention.backward(ctx, dout, None)
 
 
 def _c_apply(function):
@@ -454,6 +474,7 @@ def _fast_apply(function):
 
 
 _eager_apply = _fast_apply(_EagerAttention)
+_eager_apply_out = _fast_apply(_EagerAttentionOut)
 
 
 def autograd_needed(q, k, v, sink=None) -> bool:
@@ -485,10 +506,17 @@ def attention(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, d
                                             deterministic, backend, checked, None, bhsd))
 
 
-def planned_attention(q, k, v, sink, plan, deterministic: bool, backend: str):
+def planned_attention(q, k, v, sink, plan, deterministic: bool, backend: str, need_lse: bool = True):
     """attention() of eager inputs that need an autograd node, for a call signature whose launch plan
-    ``plan`` (fa3lite.callkey) holds the mask and scale it was made for (plan.attention)."""
-    return _eager_apply(q, k, v, sink, Call(*plan.attention, deterministic, backend, True, plan, plan.bhsd))
+    ``plan`` (fa3lite.callkey) holds the mask and scale it was made for (plan.attention). Without
+    ``need_lse``: (out, None), from the node with out as its only output."""
+    call = plan.calls.get((deterministic, backend))
+    if call is None:
+        call = plan.calls[(deterministic, backend)] = Call(*plan.attention, deterministic, backend, True, plan,
+                                                           plan.bhsd)
+    if need_lse:
+        return _eager_apply(q, k, v, sink, call)
+    return _eager_apply_out(q, k, v, sink, call), None
 
 
 # ------------------------------------------------------------------ packed variable-length sequences

@@ -210,6 +210,7 @@ class _FakePlan:
 
     def __init__(self, scale, causal, offset, bhsd, log):
         self.attention, self.bhsd, self.log, self.backward_plans = (scale, causal, offset, None, 0.0), bhsd, log, {}
+        self.calls = {}
 
     def __call__(self, q, k, v, sink=None):
         self.log.append(self.bhsd)
@@ -289,19 +290,21 @@ def test_sdpa_with_autograd_records_one_node_in_torch_layout(kernels_on_cpu):
     want_grads = [g.transpose(1, 2) for g in torch.autograd.grad(want, ref, dout)]
     for _ in range(3):
         out = fa3lite.scaled_dot_product_attention(q, k, v, is_causal=True)
-        assert type(out.grad_fn).__name__ == "_EagerAttentionBackward"
+        # the first call's node returns lse too; repeats (planned) take the one with out alone
+        assert type(out.grad_fn).__name__ in ("_EagerAttentionBackward", "_EagerAttentionOutBackward")
         assert torch.equal(out, want)
         for got, exp in zip(torch.autograd.grad(out, (q, k, v), dout), want_grads):
             assert got.shape == exp.shape and torch.equal(got, exp)
     assert len(kernels_on_cpu) == 1                         # checked once
 
 
-@pytest.mark.parametrize("entry", ["flash", "sdpa"])
+@pytest.mark.parametrize("entry", ["flash", "flash_lse", "sdpa"])
 def test_the_eager_node_runs_the_backward_plan_kept_on_the_forward_plan(kernels_on_cpu, monkeypatch, entry):
     """A repeat with autograd runs the attached forward plan; its backward runs the backward plan kept
     on it under dout's (B, S, H, D) layout and the flags (_planned_grads), for the gradients asked
     and only those, with the values of the torch math; a backward that records a graph, or a layout
-    with no plan kept, takes the general path."""
+    with no plan kept, takes the general path. Calls that return lse (a node with two outputs, lse
+    not differentiable) and calls that do not (a node with one) alike."""
     from fa3lite import hopper
 
     plans, ran = [], []
@@ -316,6 +319,12 @@ def test_the_eager_node_runs_the_backward_plan_kept_on_the_forward_plan(kernels_
     def call(a, b, c):
         if entry == "flash":
             return fa3lite.flash_attn_func(a, b, c, causal=True)
+        if entry == "flash_lse":
+            out, lse = fa3lite.flash_attn_func(a, b, c, causal=True, return_lse=True)
+            assert not lse.requires_grad and lse.shape == (a.shape[0], a.shape[2], a.shape[1])
+            want_node = "_EagerAttentionBackward" if out.requires_grad else None
+            assert (type(out.grad_fn).__name__ if out.grad_fn is not None else None) == want_node
+            return out
         return fa3lite.scaled_dot_product_attention(a.transpose(1, 2), b.transpose(1, 2), c.transpose(1, 2),
                                                     is_causal=True).transpose(1, 2)
 

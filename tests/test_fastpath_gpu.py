@@ -174,7 +174,7 @@ def test_sdpa_with_gradients_matches_flash_on_views_bitwise(causal, heads_kv):
         torch.use_deterministic_algorithms(True)
         for _ in range(4):
             out = fa3lite.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-            assert type(out.grad_fn).__name__ == "_EagerAttentionBackward"
+            assert type(out.grad_fn).__name__ in ("_EagerAttentionBackward", "_EagerAttentionOutBackward")
             assert torch.equal(out, want)
             assert all(torch.equal(a, b) for a, b in zip(torch.autograd.grad(out, (q, k, v), dout), want_grads))
     finally:

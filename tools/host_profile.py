@@ -6,6 +6,8 @@ At B=1, S=128, H=16, d=128, bf16, full mask, on the current GPU:
   * host microseconds per call, issued back to back (median of 5 batches of 200 calls), for
     flash_attn_func without grad, with inputs requiring grad (forward only), and forward+backward
     (torch.autograd.grad); scaled_dot_product_attention and the custom op without grad;
+  * the same entries and torch SDPA on cuDNN timed interleaved (batch by batch: a slow spell of the
+    machine hits all alike), the SDPA calls as the bench makes them (transposed views in and out);
   * a cProfile of 2,000 no-grad calls with every function's own time put into one of the stages
     below (profiling inflates Python-heavy stages, so the shares are relative; the first figures
     are the real cost).
@@ -13,6 +15,7 @@ At B=1, S=128, H=16, d=128, bf16, full mask, on the current GPU:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import json
 import pstats
@@ -53,15 +56,47 @@ def host_us(step, calls=200, batches=5) -> float:
     return statistics.median(times)
 
 
+def _steps(fa3lite, q, k, v, dout, leaves) -> dict:
+    """name -> (step, grad mode): flash_attn_func, the SDPA entry (on (B, H, S, D) views, and as the
+    bench calls it: transposed views in and out) and torch SDPA on cuDNN (the bench's way), without
+    grad, with inputs requiring grad, and forward + backward."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    fn, entry = fa3lite.flash_attn_func, fa3lite.scaled_dot_product_attention
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def adapted(f, a, b, c):
+        return f(a.transpose(1, 2), b.transpose(1, 2), c.transpose(1, 2)).transpose(1, 2)
+
+    def cudnn(a, b, c):
+        return adapted(sdpa, a, b, c)
+
+    ours, theirs = None, lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION)   # entered per batch, as the bench does
+    return {
+        "flash fwd": (lambda: fn(q, k, v), False, ours),
+        "flash fwd_grad": (lambda: fn(*leaves), True, ours),
+        "flash fwd_bwd": (lambda: torch.autograd.grad(fn(*leaves), leaves, dout), True, ours),
+        "sdpa entry fwd (B, H, S, D) views": (lambda: entry(qt, kt, vt), False, ours),
+        "sdpa entry fwd (bench adapter)": (lambda: adapted(entry, q, k, v), False, ours),
+        "sdpa entry fwd_grad (bench adapter)": (lambda: adapted(entry, *leaves), True, ours),
+        "cudnn fwd (bench adapter)": (lambda: cudnn(q, k, v), False, theirs),
+        "cudnn fwd_grad (bench adapter)": (lambda: cudnn(*leaves), True, theirs),
+        "cudnn fwd_bwd (bench adapter)": (lambda: torch.autograd.grad(cudnn(*leaves), leaves, dout), True, theirs),
+    }
+
+
 def _interleaved(steps: dict, calls: int = 200, rounds: int = 9) -> dict:
-    """Median host microseconds of each no-grad step, the steps alternating batch by batch."""
+    """Median host microseconds of each (step, grad mode, context factory or None), the steps
+    alternating batch by batch; the context is entered around each batch."""
     times = {name: [] for name in steps}
-    with torch.no_grad():
-        for step in steps.values():
+    for step, grad, context in steps.values():
+        with torch.set_grad_enabled(grad), (context() if context else contextlib.nullcontext()):
             for _ in range(20):
                 step()
-        for _ in range(rounds):
-            for name, step in steps.items():
+    for _ in range(rounds):
+        for name, (step, grad, context) in steps.items():
+            with torch.set_grad_enabled(grad), (context() if context else contextlib.nullcontext()):
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
                 for _ in range(calls):
@@ -132,8 +167,7 @@ def main() -> int:
     bwd = host_us(bwd_impl)
     fwd_stages, fwd_top = _profile(lambda: fn(q, k, v))
     sdpa_stages, sdpa_top = _profile(lambda: fa3lite.scaled_dot_product_attention(qt, kt, vt))
-    interleaved = _interleaved({"fwd": lambda: fn(q, k, v),
-                                "sdpa_fwd": lambda: fa3lite.scaled_dot_product_attention(qt, kt, vt)})
+    interleaved = _interleaved(_steps(fa3lite, q, k, v, dout, leaves))
     bwd_stages, bwd_top = _profile(bwd_impl)
     # A whole training step of the op, with autograd's engine on this thread so cProfile sees it.
     with torch.autograd.set_multithreading_enabled(False):
@@ -143,7 +177,7 @@ def main() -> int:
         "host_us": {"fwd": fwd, "fwd_grad": fwd_grad, "fwd_bwd": fwd_bwd, "sdpa_fwd": sdpa,
                     "sdpa_fwd on transposed views, scale, backend='fa3lite'": sdpa_views,
                     "op_fwd (torch.ops.fa3lite.fwd)": op, "bwd (ops._bwd_impl, main thread)": bwd},
-        "interleaved_no_grad_us": interleaved,
+        "interleaved_us": interleaved,
         "profiled_us_per_call_by_stage": fwd_stages, "profiled_top": fwd_top,
         "sdpa_profiled_us_per_call_by_stage": sdpa_stages, "sdpa_profiled_top": sdpa_top,
         "bwd_profiled_us_per_call_by_stage": bwd_stages, "bwd_profiled_top": bwd_top,

@@ -51,7 +51,7 @@ class _FwdPlan:
     and the LSE (and sink) address, and launches."""
 
     __slots__ = ("grid", "dev", "device", "out_shape", "out_stride", "lse_shape", "prepared", "makers",
-                 "sched_words", "backward_plans", "attention", "bhsd")
+                 "sched_words", "backward_plans", "attention", "bhsd", "calls")
 
     def __init__(self, q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False,
                  local_offset: int | None = None, softcap: float = 0.0, sink: bool = False):
@@ -113,6 +113,9 @@ class _FwdPlan:
         self.sched_words = 1 + ctas if dynamic else 0
         # The backward launch plans of this forward's results (bwd.backward with fwd_plan).
         self.backward_plans: dict = {}
+        # What the autograd nodes keep of a call with this plan, per (deterministic, backend):
+        # made once, not per call (ops.planned_attention).
+        self.calls: dict = {}
 
     def _out(self, q):
         """A fresh out with the plan's shape and strides (a method of its own: a test hands the kernel a
