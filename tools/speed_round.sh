@@ -5,7 +5,8 @@
 #   det       det_stress.log: tools/det_stress.py --head-dim DET_DIMS --runs 20 (bitwise determinism)
 #   sanitize  san_<tool>_fwd.log / san_<tool>_bwd.log: compute-sanitizer SANITIZE_TOOLS over
 #             tools/fwd_sanitize.py and tools/sanitize_grid.py --quick
-#   race      race_<tool>.log: racecheck and synccheck over tools/race_bwd.py (the backward's barriers)
+#   race      race_<tool>.log: compute-sanitizer RACE_TOOLS (default racecheck, synccheck, memcheck) over
+#             tools/race_bwd.py (the backward's barriers and its dQ hand-offs)
 #   ab        bench_before/ bench_after/: python -m fa3lite.bench (BENCH_ARGS) against _before/ (a
 #             git-ignored copy of an earlier commit's fa3lite/ and cuda_src/: carry it) and this tree
 #   bench     bench/: python -m fa3lite.bench BENCH_ARGS
@@ -62,7 +63,7 @@ for step in $steps; do
       timeout 60 python3 tools/det_stress.py --head-dim "${DET_DIMS:-64,128,256}" --runs 20 \
         > "$OUT/det_stress.log" 2>&1; echo "== det_stress rc=$?"; tail -n 2 "$OUT/det_stress.log" ;;
     race)
-      for tool in racecheck synccheck; do
+      for tool in ${RACE_TOOLS:-racecheck synccheck memcheck}; do
         PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool "$tool" \
           --report-api-errors no python3 tools/race_bwd.py > "$OUT/race_${tool}.log" 2>&1
         echo "== race_bwd $tool rc=$? $(tail -n 1 "$OUT/race_${tool}.log")"

@@ -17,10 +17,11 @@ _REGS = re.compile(r"Used (\d+) registers")
 _SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 _STACK = re.compile(r"(\d+) bytes stack frame")
 _SMEM = re.compile(r"(\d+) bytes smem")
-_ADDRESS_AND_GUARD = r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?"   # '/*0d90*/  @!P0 '
-_OPCODE = re.compile(_ADDRESS_AND_GUARD + r"([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
-_INSTRUCTION = re.compile(_ADDRESS_AND_GUARD + r"([A-Z][^;]*);")
-_GUARDED_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+((?:@!?U?P\w+\s+)?[A-Z][^;]*);")
+_ADDRESS = r"^\s*/\*[0-9a-f]{4,}\*/\s+"   # '/*0d90*/  '
+_GUARD = r"(?:@!?U?P\w+\s+)?"           # '@!P0 '
+_OPCODE = re.compile(_ADDRESS + _GUARD + r"([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
+_INSTRUCTION = re.compile(_ADDRESS + _GUARD + r"([A-Z][^;]*);")
+_GUARDED_INSTRUCTION = re.compile(_ADDRESS + "(" + _GUARD + r"[A-Z][^;]*);")
 
 
 @functools.cache
