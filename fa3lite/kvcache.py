@@ -337,8 +337,8 @@ class _Plan:
 class _Rows(typing.NamedTuple):
     """One call's inputs to the varlen path (_Layout.inputs): q rows (packed (B * rows, heads, D), or
     with ``aliased`` the step's q itself, read in place: step_rows), the K and V rows (the cache viewed
-    as rows, the gathered pages, or the page pool; in a kernel plan's call the caches as they are), cu_seqlens_q / cu_seqlens_k int32 (B + 1,) and
-    seqused_k int32 (B,)."""
+    as rows, the gathered pages, or the page pool; in a kernel plan's call the caches as they are),
+    cu_seqlens_q / cu_seqlens_k int32 (B + 1,) and seqused_k int32 (B,)."""
 
     q: torch.Tensor
     k: torch.Tensor

@@ -441,7 +441,7 @@ def _eager_forward(ctx, q, k, v, sink, call):
 class _EagerAttentionOut(_EagerAttention):
     """_EagerAttention for calls that do not return lse (most): out is the node's one output and lse
     is saved as an intermediate (it carries no gradient), so autograd wraps one output and marks
-    none non-differentiable (a few us a call). Same backward."""
+    none non-differentiable (~2 us a call on the GPU machine). Same backward."""
 
     @staticmethod
     def forward(ctx, q, k, v, sink, call):

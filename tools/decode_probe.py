@@ -189,11 +189,9 @@ def host():
 
 def host_split():
     """Host microseconds of each stage of a repeated decode step with one appended row (B=1, 1k),
-    every stage timed alone back to back (2000 calls, median of 5 interleaved rounds): the whole call,
-    the call key, the append launch, seqused_k's add, the rows (layout.inputs with the append), the
+    every stage timed alone back to back (2000 calls, median of 5 interleaved rounds, no grad): the
+    whole call, the call key, the append launch, seqused_k's add, the rows (layout.inputs with the append), the
     split + combine launches, torch.no_grad()."""
-    import statistics
-
     from fa3lite import callkey
 
     b, length = 1, 1024
@@ -252,18 +250,11 @@ def host_split():
         "add + append + split": pair(add, append, split),
         "append + add + split": pair(append, add, split),
     })
-    times = {name: [] for name in stages}
-    n = 2000
-    for _ in range(5):
-        for name, fn in stages.items():
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(n):
-                fn()
-            times[name].append((time.perf_counter() - t0) / n * 1e6)
-            torch.cuda.synchronize()
-    for name, ts in times.items():
-        print(f"{statistics.median(ts):8.2f} us  {name}")
+    from host_profile import _interleaved   # tools/ is the script's folder, first on sys.path
+
+    medians = _interleaved({name: (fn, False, None) for name, fn in stages.items()}, calls=2000, rounds=5)
+    for name, us in medians.items():
+        print(f"{us:8.2f} us  {name}")
     _instrumented(call, plan)
 
 
