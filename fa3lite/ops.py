@@ -425,7 +425,7 @@ class _EagerAttention(torch.autograd.Function):
 def _eager_forward(ctx, q, k, v, sink, call):
     """The eager nodes' forward: (out, lse) from the plan or the implementations, saved for the backward."""
     if call.plan is not None:
-        out, lse = call.plan(q, k, v, None if sink is None else kernel_sink(sink))
+        out, lse = call.plan(q, k, v, kernel_sink(sink))
     elif call.bhsd:
         out, lse = _fwd_bhsd_impl(q, k, v, call.softmax_scale, call.causal, call.deterministic, call.backend,
                                   call.checked)

@@ -190,8 +190,9 @@ def host():
 def host_split():
     """Host microseconds of each stage of a repeated decode step with one appended row (B=1, 1k),
     every stage timed alone back to back (2000 calls, median of 5 interleaved rounds, no grad): the
-    whole call, the call key, the append launch, seqused_k's add, the rows (layout.inputs with the append), the
-    split + combine launches, torch.no_grad()."""
+    whole call, the call key, the append launch, torch's add that seqused_k took before the append
+    kernel wrote it, the rows (layout.inputs with the append), the split + combine launches,
+    torch.no_grad()."""
     from fa3lite import callkey
 
     b, length = 1, 1024
@@ -221,7 +222,7 @@ def host_split():
         "kvcache_key + find": lambda: callkey.find(callkey.kvcache_key(*args, None, True, (-1, -1), 0.0, True, 0,
                                                                         None, False, "auto")),
         "torch.no_grad enter/exit": grad_off,
-        "layout.inputs (append launch, seqused add, views)": lambda: plan.layout.inputs(
+        "layout.inputs (with the append launch)": lambda: plan.layout.inputs(
             *args, appender=plan._append, alias=True),
         "append launch alone": lambda: plan.appends(kc, vc, k_new, v_new, seqlens, None, None),
         "seqlens + 1 (int32)": lambda: seqlens + 1,
@@ -279,7 +280,7 @@ def _instrumented(call, plan, n: int = 2000):
     saved = (callkey.kvcache_key, kvcache._key_rows, plan.kernel, plan.appends)
     layout_inputs = type(plan.layout).inputs
     callkey.kvcache_key = timed("kvcache_key", saved[0])
-    kvcache._key_rows = timed("_key_rows (seqused add)", saved[1])
+    kvcache._key_rows = timed("_key_rows", saved[1])
     plan.kernel = timed("split + combine launches", saved[2])
     plan.appends = timed("append launch", saved[3])
     type(plan.layout).inputs = timed("layout.inputs (all)", layout_inputs)

@@ -57,7 +57,7 @@ def host_us(step, calls=200, batches=5) -> float:
 
 
 def _steps(fa3lite, q, k, v, dout, leaves) -> dict:
-    """name -> (step, grad mode): flash_attn_func, the SDPA entry (on (B, H, S, D) views, and as the
+    """name -> (step, grad mode, context factory or None): flash_attn_func, the SDPA entry (on (B, H, S, D) views, and as the
     bench calls it: transposed views in and out) and torch SDPA on cuDNN (the bench's way), without
     grad, with inputs requiring grad, and forward + backward."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -69,9 +69,6 @@ def _steps(fa3lite, q, k, v, dout, leaves) -> dict:
     def adapted(f, a, b, c):
         return f(a.transpose(1, 2), b.transpose(1, 2), c.transpose(1, 2)).transpose(1, 2)
 
-    def cudnn(a, b, c):
-        return adapted(sdpa, a, b, c)
-
     ours, theirs = None, lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION)   # entered per batch, as the bench does
     return {
         "flash fwd": (lambda: fn(q, k, v), False, ours),
@@ -80,9 +77,10 @@ def _steps(fa3lite, q, k, v, dout, leaves) -> dict:
         "sdpa entry fwd (B, H, S, D) views": (lambda: entry(qt, kt, vt), False, ours),
         "sdpa entry fwd (bench adapter)": (lambda: adapted(entry, q, k, v), False, ours),
         "sdpa entry fwd_grad (bench adapter)": (lambda: adapted(entry, *leaves), True, ours),
-        "cudnn fwd (bench adapter)": (lambda: cudnn(q, k, v), False, theirs),
-        "cudnn fwd_grad (bench adapter)": (lambda: cudnn(*leaves), True, theirs),
-        "cudnn fwd_bwd (bench adapter)": (lambda: torch.autograd.grad(cudnn(*leaves), leaves, dout), True, theirs),
+        "cudnn fwd (bench adapter)": (lambda: adapted(sdpa, q, k, v), False, theirs),
+        "cudnn fwd_grad (bench adapter)": (lambda: adapted(sdpa, *leaves), True, theirs),
+        "cudnn fwd_bwd (bench adapter)": (lambda: torch.autograd.grad(adapted(sdpa, *leaves), leaves, dout), True,
+                                          theirs),
     }
 
 
