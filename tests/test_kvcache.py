@@ -271,6 +271,7 @@ def test_split_rule():
     assert splits.num_splits(int(splits.FILL * sms), 1024, sms) == 1
     assert splits.num_splits(1, 10_000, sms) == splits.MAX_SPLITS
     assert splits.num_splits(8, 6, sms) == 6 // splits.MIN_BLOCKS   # short keys: few splits
+    assert splits.num_splits(8, 8, sms) == 8                  # B=1, 1k keys: one block per split (RESULTS 37)
     assert splits.num_splits(8, 1, sms) == 1
     for tiles in range(1, 2 * sms):
         s = splits.num_splits(tiles, 4096, sms)

@@ -145,13 +145,14 @@ def test_torch_compile():
 def test_pack_gqa_matches_unpacked(sq, causal, window):
     """Decode and speculative steps with the query heads of each K/V head packed into one head's rows
     (the default with GQA; each row keeps its position's causal or window mask) against
-    pack_gqa=False, on the kernels."""
+    pack_gqa=False, on the kernels. One split count both ways: the heuristic's pick follows the tile
+    count, which packing changes, and another count sums the keys in another order."""
     x = inputs(torch.bfloat16, sq=sq, s_new=0)
     fill(x, None, [700, 1, 333, 0])
     seqlens = torch.tensor([700, 1, 333], dtype=torch.int32, device="cuda")
     got = [fa3lite.flash_attn_with_kvcache(x["q"], x["k_cache"], x["v_cache"], cache_seqlens=seqlens, causal=causal,
                                            window_size=window, pack_gqa=pack, return_softmax_lse=True,
-                                           backend="fa3lite")
+                                           num_splits=3, backend="fa3lite")
            for pack in (False, None)]
     torch.testing.assert_close(got[1][0], got[0][0])
     torch.testing.assert_close(got[1][1], got[0][1])

@@ -1,7 +1,8 @@
 """Decode probes for issue 13 (device only): how the split count moves a decode step's kernel time, and
 where a call's host time goes.
 
-  python tools/decode_probe.py sweep [--out f.json]   kernel time per num_splits (CUDA graph replays)
+  python tools/decode_probe.py sweep [--out f.json] [--shapes 1x1024,...]
+                                                      kernel time per num_splits (CUDA graph replays)
   python tools/decode_probe.py host                   cProfile of back-to-back calls, top functions
   python tools/decode_probe.py pack [--out f.json]    speculative steps (Sq=4, causal): packed GQA vs not
   python tools/decode_probe.py paged [--out f.json]   paged caches read in place vs gathered (Sq=1)
@@ -72,11 +73,11 @@ def _graph_ms(fn, calls):
     return times[len(times) // 2]
 
 
-def _contiguous_rows(sq, variants, extra=lambda b, length: {}):
-    """For each SHAPES (B, L): q of sq rows, caches full to L rotated past L2, and each variant
+def _contiguous_rows(sq, variants, extra=lambda b, length: {}, shapes=SHAPES):
+    """For each (B, L) of ``shapes``: q of sq rows, caches full to L rotated past L2, and each variant
     (label, flash_attn_with_kvcache keywords) timed from graph replays; rows for the JSON file."""
     rows = []
-    for b, length in SHAPES:
+    for b, length in shapes:
         kv_bytes = b * length * HK * D * 2 * 2
         q, kv = _caches(b, length, max(1, -(-ROTATE_BYTES // kv_bytes)), sq)
         seqlens = torch.full((b,), length, dtype=torch.int32, device="cuda")
@@ -100,15 +101,16 @@ def _write(rows, out_path):
             json.dump(rows, f, indent=1)
 
 
-def sweep(out_path):
-    """Kernel time per num_splits (0: the heuristic, whose pick is recorded) of a decode step."""
+def sweep(out_path, shapes=SHAPES):
+    """Kernel time per num_splits (0: the heuristic, whose pick is recorded) of a decode step, for each
+    (B, L) of ``shapes``."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
 
     def heuristic(b, length):   # pack-GQA: one tile per K/V head
         return {"heuristic": split_rule.num_splits(b * HK, -(-length // 128), sms)}
 
     variants = [(f"splits={n}", {"num_splits": n}) for n in SPLITS] + [("heuristic", {"num_splits": 0})]
-    _write(_contiguous_rows(1, variants, heuristic), out_path)
+    _write(_contiguous_rows(1, variants, heuristic, shapes), out_path)
 
 
 def pack(out_path, sq=4):
@@ -448,11 +450,12 @@ def main():
     ap.add_argument("what", choices=("sweep", "host", "host_split", "pack", "paged", "timeline", "trace"))
     ap.add_argument("--out")
     ap.add_argument("--sq", type=int, default=1, help="timeline: query positions per step")
-    ap.add_argument("--shapes", help="timeline: B x L pairs, e.g. 8x1024,64x1024 (default TIMELINE_SHAPES)")
+    ap.add_argument("--shapes", help="sweep / timeline: B x L pairs, e.g. 8x1024,64x1024 (default SHAPES / "
+                                     "TIMELINE_SHAPES)")
     args = ap.parse_args()
-    shapes = TIMELINE_SHAPES if not args.shapes else tuple(
-        tuple(int(n) for n in pair.split("x")) for pair in args.shapes.split(","))
-    {"sweep": lambda: sweep(args.out), "host": host, "host_split": host_split, "pack": lambda: pack(args.out),
+    picked = args.shapes and tuple(tuple(int(n) for n in pair.split("x")) for pair in args.shapes.split(","))
+    shapes = picked or TIMELINE_SHAPES
+    {"sweep": lambda: sweep(args.out, picked or SHAPES), "host": host, "host_split": host_split, "pack": lambda: pack(args.out),
      "paged": lambda: paged(args.out), "timeline": lambda: timeline(args.out, args.sq, shapes),
      "trace": lambda: trace(args.out)}[args.what]()
 
