@@ -112,7 +112,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                     raise
             else:
                 out, lse = kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, None, rows.used_k, None,
-                                  page_table)
+                                  page_table, need_lse=layout.return_lse)
                 callkey.remember(key)
                 if key is not None:
                     callkey.attach(key, _Plan(paged, kernel))
@@ -326,11 +326,9 @@ class _Plan:
 
     def __call__(self, *args):
         rows = self.layout.inputs(*args, appender=self._append, alias=True)
-        if self.layout.pages_in_place:
-            out, lse = self.kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, None, rows.used_k, None,
-                                   args[_PAGE_TABLE_ARG])
-        else:
-            out, lse = self.kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, None, rows.used_k, None)
+        page_table = args[_PAGE_TABLE_ARG] if self.layout.pages_in_place else None
+        out, lse = self.kernel(rows.q, rows.k, rows.v, rows.cu_q, rows.cu_k, None, rows.used_k, None, page_table,
+                               need_lse=self.layout.return_lse)
         return self.layout.outputs(out, lse, rows.aliased)
 
 

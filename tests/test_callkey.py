@@ -456,7 +456,11 @@ def varlen_kernels_on_cpu(monkeypatch):
         seen["paged"] = paged
         seen["aliased"] = grouped is not None
 
-        def plan(q, k, v, cu_q, cu_k, seqused_q, seqused_k, sink, page_table=None):
+        def plan(q, k, v, cu_q, cu_k, seqused_q, seqused_k, sink, page_table=None, need_lse=True):
+            out, lse = run(q, k, v, cu_q, cu_k, seqused_q, seqused_k, sink, page_table)
+            return out, lse if need_lse else None   # as the kernel plan: lse only where asked for
+
+        def run(q, k, v, cu_q, cu_k, seqused_q, seqused_k, sink, page_table):
             seen["planned_calls"] += 1
             assert (page_table is None) == (paged is None) and seqused_q is None
             # a repeat hands over the caches as they are (the kernels read addresses only): as rows here

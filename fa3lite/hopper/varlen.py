@@ -147,6 +147,9 @@ class _VarlenPlan:
         self.sched_bytes = _aligned(4 * (1 + ctas)) if persistent else 0
         maps = 0 if split else ctas * _MAPS_PER_CTA * (2 if persistent else 1)   # config.cuh kSeqMaps
         self.work_bytes = self.sched_bytes + _aligned(maps * _MAP_BYTES)
+        # A caller that drops lse (need_lse=False, e.g. a decode step): the kernels write it into the
+        # workspace instead, one allocation less per call (when nothing is pre-filled)
+        self.lse_bytes = _aligned(4 * math.prod(self.lse_shape))
         self.accum_offsets = (0, 0)
         self.combine = None
         if self.splits > 1:   # partial results, then the combine kernel (hopper/combine.py)
@@ -178,27 +181,36 @@ class _VarlenPlan:
                                                     kernel_dim=variant.kernel_dim), self.dev) for t in (k, v))
 
     def __call__(self, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q=None, seqused_k=None, sink=None,
-                 page_table=None):
+                 page_table=None, need_lse=True):
+        """(out, lse); lse None where ``need_lse`` is False and nothing is pre-filled (the kernels then
+        write it into the workspace)."""
+        lse = None
+        work_bytes = self.work_bytes
         if not self.fills:   # the kernels write every element: NaN first in debug builds, so a miss shows
             out = q.new_empty(self.out_shape)
-            lse = q.new_empty(self.lse_shape, dtype=torch.float32)
+            if need_lse:
+                lse = q.new_empty(self.lse_shape, dtype=torch.float32)
+            else:
+                work_bytes += self.lse_bytes
             if self.debug:
                 out.fill_(math.nan)
-                lse.fill_(math.nan)
+                if lse is not None:
+                    lse.fill_(math.nan)
         else:
             out = torch.zeros(self.out_shape, dtype=self.dtype, device=self.device)
             lse = torch.full(self.lse_shape, float("-inf"), dtype=torch.float32, device=self.device)
         if self.sched_bytes:
-            work = torch.zeros((self.work_bytes,), dtype=torch.uint8, device=self.device)
+            work = torch.zeros((work_bytes,), dtype=torch.uint8, device=self.device)
         else:
-            work = q.new_empty((self.work_bytes,), dtype=torch.uint8)
+            work = q.new_empty((work_bytes,), dtype=torch.uint8)
         base = work.data_ptr()
         o_accum, lse_accum = base + self.accum_offsets[0], base + self.accum_offsets[1]
         used_q = 0 if seqused_q is None else seqused_q.data_ptr()
         sink_ptr = 0 if sink is None else sink.data_ptr()
         mq, mk, mv = self.makers
-        q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, cu_q = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
-                                                       lse.data_ptr(), cu_seqlens_q.data_ptr())
+        q_ptr, k_ptr, v_ptr, out_ptr = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()
+        cu_q = cu_seqlens_q.data_ptr()
+        lse_ptr = lse.data_ptr() if lse is not None else base + self.work_bytes
         stream = cdriver.stream(launch.stream_handle(self.dev))
         with on_device(self.dev):
             self.prepared.launch(stream, mq(q_ptr), mk(k_ptr), mv(v_ptr), self.blank_map, lse_ptr, base, sink_ptr,
