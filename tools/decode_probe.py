@@ -454,9 +454,9 @@ def main():
                                      "TIMELINE_SHAPES)")
     args = ap.parse_args()
     picked = args.shapes and tuple(tuple(int(n) for n in pair.split("x")) for pair in args.shapes.split(","))
-    shapes = picked or TIMELINE_SHAPES
-    {"sweep": lambda: sweep(args.out, picked or SHAPES), "host": host, "host_split": host_split, "pack": lambda: pack(args.out),
-     "paged": lambda: paged(args.out), "timeline": lambda: timeline(args.out, args.sq, shapes),
+    {"sweep": lambda: sweep(args.out, picked or SHAPES), "host": host, "host_split": host_split,
+     "pack": lambda: pack(args.out), "paged": lambda: paged(args.out),
+     "timeline": lambda: timeline(args.out, args.sq, picked or TIMELINE_SHAPES),
      "trace": lambda: trace(args.out)}[args.what]()
 
 

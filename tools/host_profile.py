@@ -57,9 +57,9 @@ def host_us(step, calls=200, batches=5) -> float:
 
 
 def _steps(fa3lite, q, k, v, dout, leaves) -> dict:
-    """name -> (step, grad mode, context factory or None): flash_attn_func, the SDPA entry (on (B, H, S, D) views, and as the
-    bench calls it: transposed views in and out) and torch SDPA on cuDNN (the bench's way), without
-    grad, with inputs requiring grad, and forward + backward."""
+    """name -> (step, grad mode, context factory or None): flash_attn_func, the SDPA entry (on (B, H,
+    S, D) views, and as the bench calls it: transposed views in and out) and torch SDPA on cuDNN (the
+    bench's way), without grad, with inputs requiring grad, and forward + backward."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     fn, entry = fa3lite.flash_attn_func, fa3lite.scaled_dot_product_attention
