@@ -256,9 +256,10 @@ def test_cache_must_be_rows_in_place():
 
 
 def test_split_rule():
-    """hopper/splits.py: no split once the tiles fill the machine, else about one wave of CTAs, never
-    more than the keys give each split MIN_BLOCKS blocks, nor MAX_SPLITS; explicit counts from the
-    kvcache path reach the split kernel only for decode-sized tiles (or when asked for)."""
+    """hopper/splits.py: no split once the tiles fill the machine, else about one wave of CTAs (half of
+    one for short keys), never more than the keys give each split MIN_BLOCKS blocks, nor MAX_SPLITS;
+    explicit counts from the kvcache path reach the split kernel only for decode-sized tiles (or when
+    asked for)."""
     from fa3lite.hopper import splits
     from fa3lite.kvcache import DECODE_ROWS, _kernel_splits
     from fa3lite.variants import SPLIT_BLOCK_M
@@ -272,6 +273,9 @@ def test_split_rule():
     assert splits.num_splits(1, 10_000, sms) == splits.MAX_SPLITS
     assert splits.num_splits(8, 6, sms) == 6 // splits.MIN_BLOCKS   # short keys: few splits
     assert splits.num_splits(8, 8, sms) == 8                  # B=1, 1k keys: one block per split (RESULTS 37)
+    assert splits.num_splits(64, 8, sms) == 1                 # B=8, 1k keys: 64 CTAs read it as fast as 128
+    assert splits.num_splits(32, 16, sms) == 2                # B=4, 2k keys: half the SMs
+    assert splits.num_splits(32, 17, sms) == 4                # longer keys: the whole machine
     assert splits.num_splits(8, 1, sms) == 1
     for tiles in range(1, 2 * sms):
         s = splits.num_splits(tiles, 4096, sms)
