@@ -5,6 +5,8 @@ call-to-call spread shows; then the bench's dense comparator (flash_attn_func on
 mean length, kind "dense"). One JSON line per (kind, d, mask). --mode bwd times the backward alone
 (torch.autograd.grad of one forward's output, graph kept). Run from the tree to time (PYTHONPATH=.).
     python3 tools/varlen_ab.py --tag NAME [--head-dim 128,256] [--repeats 5] [--mode fwd|bwd]
+                               [--lengths 2341,2341,...]   (another packed batch; the dense comparator
+                                                            takes its count and mean length)
 """
 import argparse
 import json
@@ -24,19 +26,21 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--mode", choices=("fwd", "bwd"), default="fwd")
+    ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
     args = ap.parse_args()
+    lengths_varlen = tuple(int(x) for x in args.lengths.split(","))
     grad = args.mode == "bwd"
-    cu = torch.tensor((0,) + LENGTHS, dtype=torch.int64).cumsum(0).to("cuda", torch.int32)
-    total, max_len = sum(LENGTHS), max(LENGTHS)
-    mean = round(total / len(LENGTHS))
+    cu = torch.tensor((0,) + lengths_varlen, dtype=torch.int64).cumsum(0).to("cuda", torch.int32)
+    total, max_len = sum(lengths_varlen), max(lengths_varlen)
+    mean = round(total / len(lengths_varlen))
     for d in (int(x) for x in args.head_dim.split(",")):
         heads = WIDTH // d
         q, k, v = (torch.randn(total, heads, d, device="cuda", dtype=torch.bfloat16, requires_grad=grad)
                    for _ in range(3))
-        dq, dk, dv = (torch.randn(len(LENGTHS), mean, heads, d, device="cuda", dtype=torch.bfloat16,
+        dq, dk, dv = (torch.randn(len(lengths_varlen), mean, heads, d, device="cuda", dtype=torch.bfloat16,
                                   requires_grad=grad) for _ in range(3))
         for kind, causal in ((kind, causal) for kind in ("varlen", "dense") for causal in (False, True)):
-            lengths = LENGTHS if kind == "varlen" else (mean,) * len(LENGTHS)
+            lengths = lengths_varlen if kind == "varlen" else (mean,) * len(lengths_varlen)
 
             def forward():
                 if kind == "dense":

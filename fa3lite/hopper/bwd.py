@@ -83,7 +83,13 @@ PRE_PARAMS = ParamStruct("fa3lite::attn::bwd::PreParams", (
     ("lse_stride_b", "i64"), ("lse_stride_h", "i64"), ("lse_stride_s", "i64"),
     ("seqlen_q", "i32"), ("rows_pad", "i32"), ("num_heads", "i32"), ("row_blocks", "i32"), ("block_m", "i32"),
     ("sems_per_block", "i32"),
+    ("dq", "ptr"), ("dk", "ptr"), ("dv", "ptr"), ("cu_seqlens_k", "ptr"), ("seqused_k", "ptr"),
+    ("dq_row_bytes", "i64"), ("dk_row_bytes", "i64"), ("dv_row_bytes", "i64"),
+    ("total_q", "i32"), ("total_k", "i32"), ("num_seqs", "i32"),
 ))
+# PreParams' varlen fields, zero with fixed lengths (no rows to fill: bwd_preprocess.cu zero_unowned_rows)
+PRE_FIXED_LENGTHS = dict(dq=0, dk=0, dv=0, cu_seqlens_k=0, seqused_k=0, dq_row_bytes=0, dk_row_bytes=0,
+                         dv_row_bytes=0, total_q=0, total_k=0, num_seqs=0)
 
 POST_PARAMS = ParamStruct("fa3lite::attn::bwd::PostParams", (
     ("dq_accum", "ptr"), ("dq", "ptr"), ("dq_visits", "ptr"), ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"),
@@ -496,7 +502,7 @@ class _BwdPlan:
             o_stride_b=out.stride(0), o_stride_s=out.stride(1), o_stride_h=out.stride(2),
             lse_stride_b=lse.stride(0), lse_stride_h=lse.stride(1), lse_stride_s=lse.stride(2),
             seqlen_q=Sq, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks,
-            block_m=block_m, sems_per_block=variant.sems_per_block)
+            block_m=block_m, sems_per_block=variant.sems_per_block, **PRE_FIXED_LENGTHS)
         blank = bytes(128)
         main_grid = (ctas, 1, 1)
         main_params = BWD_PARAMS.pack(

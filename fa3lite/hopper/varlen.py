@@ -329,6 +329,9 @@ class _VarlenBwdPlan:
         self.sems = bwd.counter_words(variant, deterministic, batch * Hq * m_blocks)
         # dK is q's head dim wide, dV v's; per query head in f32 with GQA, then summed over the group
         heads = Hq if self.gqa else Hk
+        es = q.element_size()
+        self.dkv_dtype = torch.float32 if self.gqa else self.dtype
+        dkv_bytes = 4 if self.gqa else es
         self.q_shape, self.dk_shape, self.dv_shape = (total_q, Hq, D), (total_k, heads, D), (total_k, heads, Dv)
         self.group = (Hk, Hq // Hk)
         self.stats_shape = (batch, Hq, rows_pad) if has_sink else None
@@ -341,8 +344,10 @@ class _VarlenBwdPlan:
             o_stride_b=0, o_stride_s=out.stride(0), o_stride_h=out.stride(1),
             lse_stride_b=0, lse_stride_h=lse.stride(0), lse_stride_s=lse.stride(1),
             seqlen_q=0, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks, block_m=bm,
-            sems_per_block=variant.sems_per_block)
-        es, blank = q.element_size(), bytes(_MAP_BYTES)
+            sems_per_block=variant.sems_per_block, dq=0, dk=0, dv=0, cu_seqlens_k=0, seqused_k=0,
+            dq_row_bytes=Hq * D * es, dk_row_bytes=heads * D * dkv_bytes, dv_row_bytes=heads * Dv * dkv_bytes,
+            total_q=total_q, total_k=total_k, num_seqs=batch)
+        blank = bytes(_MAP_BYTES)
         self.main_grid = (self.ctas, 1, 1)
         self.main_params = bwd.BWD_PARAMS.pack(
             q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,
@@ -366,15 +371,15 @@ class _VarlenBwdPlan:
                                   ("dout", dout, bm)))
         pre, post = bwd.PRE_PARAMS.offsets, bwd.POST_PARAMS.offsets
         self.pre_at = tuple(pre[f] for f in ("dout", "out", "lse", "lse_log2", "dpsum", "dq_accum", "dq_sem",
-                                             "cu_seqlens_q", "seqused_q"))
+                                             "cu_seqlens_q", "seqused_q", "dq", "dk", "dv", "cu_seqlens_k",
+                                             "seqused_k"))
         self.main_at = tuple(at[f] for f in ("lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv", "cu_seqlens_q",
                                              "cu_seqlens_k", "seqused_q", "seqused_k", "q_base", "k_base", "v_base",
                                              "dout_base", "seq_maps"))
         self.post_at = tuple(post[f] for f in ("dq_accum", "dq", "dq_visits", "cu_seqlens_q", "seqused_q"))
 
-    def _buffer(self, shape, dtype, zero=False):
-        if zero:
-            return torch.zeros(shape, dtype=dtype, device=self.device)
+    def _buffer(self, shape, dtype):
+        """A buffer the kernels fill completely: NaN-poisoned in debug builds, so a missed element shows."""
         if self.debug:
             return torch.full(shape, float("nan"), dtype=dtype, device=self.device)
         return torch.empty(shape, dtype=dtype, device=self.device)
@@ -392,17 +397,18 @@ class _VarlenBwdPlan:
         visits = sems if self.stores_first else 0   # first tiles are stored: the accumulator is not zeroed
         lse_log2 = accum + 4 * (self.accum + self.sems)
         dpsum = lse_log2 + 4 * self.rows
-        # rows no sequence uses get no gradient; every other row is written by the kernels
-        dq = self._buffer(self.q_shape, self.dtype, zero=True)
-        dkv_dtype = torch.float32 if self.gqa else self.dtype
-        dk, dv = (self._buffer(shape, dkv_dtype, zero=True) for shape in (self.dk_shape, self.dv_shape))
+        # the preprocess zeroes the rows no sequence uses, the other kernels write every other row
+        dq = self._buffer(self.q_shape, self.dtype)
+        dk, dv = (self._buffer(shape, self.dkv_dtype) for shape in (self.dk_shape, self.dv_shape))
         maps = torch.empty((self.ctas * 4 * _MAP_BYTES,), dtype=torch.uint8, device=self.device)
         used_q = seqused_q.data_ptr() if seqused_q is not None else 0
         used_k = seqused_k.data_ptr() if seqused_k is not None else 0
         with on_device(self.dev):
             self._launch(self.pre, self.pre_grid, bwd._AUX_THREADS, self.pre_params,
                          zip(self.pre_at, (dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum,
-                                           0 if visits else accum, sems, cu_seqlens_q.data_ptr(), used_q)), stream)
+                                           0 if visits else accum, sems, cu_seqlens_q.data_ptr(), used_q,
+                                           dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), cu_seqlens_k.data_ptr(),
+                                           used_k)), stream)
             self._launch(self.main, self.main_grid, bwd.THREADS, self.main_params,
                          zip(self.main_at, (lse_log2, dpsum, accum, sems, dk.data_ptr(), dv.data_ptr(),
                                             cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), used_q, used_k,
