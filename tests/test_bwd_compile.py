@@ -332,3 +332,15 @@ def test_rotatable_turns_mirror_the_kernel():
     assert not v(64, "bf16", False, softcap=True, need_dkv=False).rotatable_turns
     assert ("kRotatableTurns = !kIsCausal && !(kSoftcap && kHeadDim == 64)"
             in (pathlib.Path(__file__).parent.parent / "cuda_src/attention/bwd_config.cuh").read_text())
+
+
+def test_grouped_heads_where_the_grid_stays_large(monkeypatch):
+    """bwd.py grouped_heads: a GQA backward sums each group in one CTA only where that leaves at
+    least GROUPED_MIN_CTAS_PER_SM CTAs an SM (fewer, G-times longer CTAs would leave SMs idle)."""
+    monkeypatch.setattr(hopper_bwd, "sm_count", lambda device: 132)
+    floor = hopper_bwd.GROUPED_MIN_CTAS_PER_SM * 132
+    assert hopper_bwd.grouped_heads(floor, 0)
+    assert not hopper_bwd.grouped_heads(floor - 1, 0)
+    # d=128, 16k tokens at S=1k, Hk=2: 8 key blocks x 2 x 16 = 256 CTAs, under two an SM
+    assert not hopper_bwd.grouped_heads(8 * 2 * 16, 0)
+    assert hopper_bwd.grouped_heads(8 * 4 * 16, 0)

@@ -102,6 +102,37 @@ def test_head_layouts(head_dim, causal, heads):
     assert_case(run_case(*make_inputs(2, 333, 301, *heads, head_dim, torch.bfloat16), causal))
 
 
+@pytest.fixture
+def grouped_always(monkeypatch):
+    """GQA backward plans made while it is in use sum each K/V head's group in one CTA whatever the
+    grid's size (bwd.py grouped_heads; at these small shapes they would keep one query head a CTA)."""
+    monkeypatch.setattr(hopper_bwd, "GROUPED_MIN_CTAS_PER_SM", 0)
+    hopper_bwd._plans.clear()
+    yield
+    hopper_bwd._plans.clear()
+
+
+@pytest.mark.parametrize("deterministic", [False, True], ids=["default", "det"])
+@pytest.mark.parametrize("heads", [(8, 2), (4, 1)], ids=["gqa", "mqa"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [96, 128])   # BwdVariant.groupable_heads; the others keep f32 dK/dV
+def test_grouped_heads(grouped_always, head_dim, causal, heads, deterministic):
+    """One CTA per (key block, K/V head) walking the group's query heads (bwd_scheduler.cuh): FA3's
+    rule for every gradient on odd lengths (Sq != Sk, off the tiles, one query row), dK/dV in the
+    input dtype straight from the kernel; deterministic mode repeats bitwise."""
+    torch.manual_seed(11)
+    for Sq, Sk in ((333, 301), (1, 239), (130, 600)):
+        q, k, v, do = make_inputs(2, Sq, Sk, *heads, head_dim, torch.bfloat16)
+        assert_case(run_case(q, k, v, do, causal, deterministic=deterministic))
+    assert hopper_bwd._plans and not any(plan.dkv_f32 for plan in hopper_bwd._plans.values())
+    if deterministic:
+        ref = math_attention_grads(q, k, v, do, head_dim ** -0.5, causal, Sk - Sq, torch.float32)
+        args = (do, q, k, v, ref[0].to(q.dtype), ref[1], head_dim ** -0.5, causal, Sk - Sq, True)
+        first = hopper_bwd.backward(*args)
+        for _ in range(3):
+            assert all(torch.equal(a, b) for a, b in zip(hopper_bwd.backward(*args), first))
+
+
 @pytest.mark.parametrize("offset", [0, -100, 150])
 def test_causal_offsets(offset):
     """Top-left (0), more queries than visible keys (-100: leading rows fully masked), and more."""

@@ -83,14 +83,18 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
   if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
   RingPos<kStages> pos;
   int ds_buf = 0;
+  // Visit v of head h is the tile's visit w = h * (m_end - visit_first) + v - visit_first (the walk of
+  // bwd_scheduler.cuh), computed where needed (no counter held through the loop).
+  for (int h = 0; h < tile_heads(t); ++h)
   for (int v = visit_first(t); v < t.m_end; ++v) {
     const int m = query_block(t, v);
+    const bool first_visit = h == 0 && v == visit_first(t);
     const int s = pos.stage;
     float st[kBlockM / 2];    // S^T, then P^T
     float dpt[kBlockM / 2];   // dP^T, then dS^T
 
     trace::wait(blockIdx.x, 0, sm.q_full(s), pos.phase);
-    if (wg == 0 && tid == 0 && v == visit_first(t)) trace::mark(blockIdx.x, 2);
+    if (wg == 0 && tid == 0 && first_visit) trace::mark(blockIdx.x, 2);
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
@@ -166,7 +170,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       // dS^T to shared memory (overlaps the dV wgmma, which only reads P^T's registers). One buffer
       // over all keys: the other warpgroup's dQ wgmma of the block before must have read it.
       const u32 ds_tile = sm.ds(ds_buf);
-      if (kDsSharedOnce && v > visit_first(t)) {
+      if (kDsSharedOnce && !first_visit) {
         named_barrier::sync(static_cast<u32>(wg == 0 ? NamedBarrier::kDsReadWg1 : NamedBarrier::kDsReadWg0),
                             kConsumerThreads);
       }
@@ -197,14 +201,15 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       if constexpr (kDkAfterDq) issue_dk(dk, dsa, sm.q(s));
       wgmma::wait_group<kDkAfterDq ? 1 : 0>();   // dQ (dK may still run)
       fence_regs(dq);
-      if (kDsSharedOnce && v + 1 < t.m_end) {
+      if (kDsSharedOnce && (v + 1 < t.m_end || h + 1 < tile_heads(t))) {
         named_barrier::arrive(static_cast<u32>(wg == 0 ? NamedBarrier::kDsReadWg0 : NamedBarrier::kDsReadWg1),
                               kConsumerThreads);
       }
       // dQ tile to smem for the writer warp of its buffer (bwd_dq.cuh); the buffers alternate, and each
       // warpgroup hands its part over on barriers of its own.
-      const int dq_buf = (v - visit_first(t)) % kDqBuffers;
-      const bool reuse = v - visit_first(t) >= kDqBuffers;
+      const int w = h * (t.m_end - visit_first(t)) + v - visit_first(t);
+      const int dq_buf = w % kDqBuffers;
+      const bool reuse = w >= kDqBuffers;
       if (wg == 0) {
         hand_dq_tile<0>(sm, dq_buf, reuse, tid, dq);
       } else {
@@ -219,7 +224,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       // Q and dO of this stage are no longer read (the dV/dK wgmmas that read them completed).
       release_stage(sm.empty(s));
     }
-    if (wg == 0 && tid == 0 && v == visit_first(t)) trace::mark(blockIdx.x, 6);
+    if (wg == 0 && tid == 0 && first_visit) trace::mark(blockIdx.x, 6);
     pos.advance();
   }
   if (wg == 0 && tid == 0) trace::mark(blockIdx.x, 3);

@@ -23,11 +23,13 @@ namespace fa3lite { namespace attn { namespace bwd {
 
 // First element of key row `key` (of the CTA's sequence) in dK (width kHeadDimReal) or dV (width).
 __device__ __forceinline__ i64 dkv_row(const BwdParams& p, const BwdTile& t, int key, int width) {
-  // (B, Sk, Hq, D), or kVarlen (total_k, Hq, D) from the sequence's first row (read again here
-  // rather than held in a register through the consumer's loop)
+  // (B, Sk, H, D), or kVarlen (total_k, H, D) from the sequence's first row (read again here
+  // rather than held in a register through the consumer's loop); H: Hq per query head in f32
+  // (kDkvF32), else Hk (one CTA sums its K/V head's whole group: bwd_scheduler.cuh)
   const i64 key_row = kVarlen ? static_cast<i64>(__ldg(p.cu_seqlens_k + t.batch)) + key
                               : static_cast<i64>(t.batch) * p.seqlen_k + key;
-  return (key_row * p.num_heads_q + t.head) * width;
+  if constexpr (kDkvF32) return (key_row * p.num_heads_q + t.head) * width;
+  return (key_row * (p.num_heads_q / p.head_group) + t.head_kv) * width;
 }
 
 __device__ __forceinline__ void bwd_store_dkv_direct(const BwdParams& p, const BwdTile& t, int key0, int col0, int tid,

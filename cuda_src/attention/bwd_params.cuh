@@ -16,7 +16,8 @@ struct BwdParams {
                           // unless the narrow layout stores first tiles (claims or the first turn)
   i32* dq_sem;            // (B, Hq, num_m_blocks, kSemsPerBlock), zeroed: deterministic-mode turn counters,
                           // or with dq_claims each query block's claim word
-  void* dk;               // (B, Sk, Hq, D) contiguous: Element, or f32 when kDkvF32; kVarlen (total_k, Hq, D)
+  void* dk;               // (B, Sk, Hk, D) contiguous Element, or (B, Sk, Hq, D) f32 when kDkvF32 (GQA: per
+                          // query head, summed by the host); kVarlen (total_k, ..., D)
   void* dv;
   // kVarlen (as in the forward's params.cuh): packed sequences, per-CTA maps of the CTA's sequence
   const i32* cu_seqlens_q;   // (B + 1,)
@@ -36,6 +37,8 @@ struct BwdParams {
   i32 seqlen_k;
   i32 num_heads_q;
   i32 head_group;         // Hq / Hk
+  i32 cta_heads;          // query heads one CTA walks: 1, or (GQA, !kDkvF32) the whole group of its K/V head,
+                          // whose dK/dV it then sums in registers (bwd_scheduler.cuh)
   i32 num_m_blocks;       // ceil(Sq / kBlockM) (kVarlen: of max_seqlen_q; statistics are padded to it)
   i32 num_n_blocks;       // ceil(Sk / kBlockN) (kVarlen: of max_seqlen_k)
   i32 causal_offset;      // key j is visible to query i iff j <= i + causal_offset (kIsCausal) ...

@@ -44,20 +44,22 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem& 
   load<kBlockN, kPaddedQK>(sm.k(), map_k, sm.kv_full(), t.n_block * kBlockN, t.head_kv, batch);
   load<kBlockN, kPaddedV>(sm.v(), map_v, sm.kv_full(), t.n_block * kBlockN, t.head_kv, batch);
 
-  const i64 stat_row0 = (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.num_m_blocks * kBlockM;
   RingPos<kStages> pos;
-  for (int v = visit_first(t); v < t.m_end; ++v) {
-    const int m = query_block(t, v);
-    const int s = pos.stage;
-    const i64 stat = stat_row0 + static_cast<i64>(m) * kBlockM;
-    trace::wait(blockIdx.x, 2, sm.empty(s), pos.phase ^ 1u);
-    mbar::arrive_expect_tx(sm.q_full(s), kQTileBytes + kStatBytes);
-    load<kBlockM, kPaddedQK>(sm.q(s), map_q, sm.q_full(s), m * kBlockM, t.head, batch);
-    bulk::load(sm.lse(s), p.lse_log2 + stat, kStatBytes, sm.q_full(s));
-    mbar::arrive_expect_tx(sm.do_full(s), kQTileBytes + kStatBytes);
-    load<kBlockM, kPaddedV>(sm.dout(s), map_do, sm.do_full(s), m * kBlockM, t.head, batch);
-    bulk::load(sm.dps(s), p.dpsum + stat, kStatBytes, sm.do_full(s));
-    pos.advance();
+  for (int head = t.head; head < t.head + tile_heads(t); ++head) {
+    const i64 stat_row0 = (static_cast<i64>(t.batch) * p.num_heads_q + head) * p.num_m_blocks * kBlockM;
+    for (int v = visit_first(t); v < t.m_end; ++v) {
+      const int m = query_block(t, v);
+      const int s = pos.stage;
+      const i64 stat = stat_row0 + static_cast<i64>(m) * kBlockM;
+      trace::wait(blockIdx.x, 2, sm.empty(s), pos.phase ^ 1u);
+      mbar::arrive_expect_tx(sm.q_full(s), kQTileBytes + kStatBytes);
+      load<kBlockM, kPaddedQK>(sm.q(s), map_q, sm.q_full(s), m * kBlockM, head, batch);
+      bulk::load(sm.lse(s), p.lse_log2 + stat, kStatBytes, sm.q_full(s));
+      mbar::arrive_expect_tx(sm.do_full(s), kQTileBytes + kStatBytes);
+      load<kBlockM, kPaddedV>(sm.dout(s), map_do, sm.do_full(s), m * kBlockM, head, batch);
+      bulk::load(sm.dps(s), p.dpsum + stat, kStatBytes, sm.do_full(s));
+      pos.advance();
+    }
   }
 }
 

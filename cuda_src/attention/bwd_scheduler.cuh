@@ -1,5 +1,9 @@
 // Backward tile scheduler: one CTA per (key block, query head, batch), flattened into blockIdx.x
-// so grid y/z limits never apply. Key blocks of one head are adjacent (key block fastest), so
+// so grid y/z limits never apply. GQA with p.cta_heads = the group (the host's choice where the
+// grid stays large enough: bwd.py grouped_heads): one CTA per (key block, K/V head, batch), which
+// walks every query head of the group in turn and sums their dK/dV in registers -- no f32 dK/dV per
+// query head for the host to sum (that traffic cost GQA's backward 5-33%, RESULTS section 38). A
+// tile's visits are then its query blocks for its first head, the same blocks for the next, ... Key blocks of one head are adjacent (key block fastest), so
 // co-resident CTAs share the head's Q/dO in L2 -- except with p.lpt_heads (causal masks, not
 // deterministic): key block n sees the query blocks from about n on, so block 0 works longest, and
 // launched head by head the last wave would hold long CTAs that run on alone while the other SMs
@@ -49,7 +53,8 @@ struct SeqMask {
 
 struct BwdTile {
   int n_block;
-  int head;       // query head
+  int head;       // (first) query head
+  int heads;      // query heads walked, head .. head + heads - 1 (p.cta_heads)
   int head_kv;    // the K/V head it reads
   int batch;
   int m_begin;    // query blocks [m_begin, m_end) can see some key of this block; a full mask's are
@@ -74,7 +79,7 @@ __device__ __forceinline__ bool rotated_visits(const BwdParams& p) {
   return kRotatableTurns && (p.deterministic == kRotatedTurns || p.rotated_walk);
 }
 
-// The visits of tile t are v = visit_first(t), ..., m_end - 1, visit v at query block
+// The visits of tile t are, per head, v = visit_first(t), ..., m_end - 1, visit v at query block
 // query_block(t, v): a banded mask's [m_begin, m_end) in order (v is m), or where the turns may
 // rotate (a full mask) all of [0, m_end) from m_begin on, wrapping around (v counts from 0, so the
 // consumers, which need no m with a full mask, keep the loop they had).
@@ -85,6 +90,10 @@ __device__ __forceinline__ int query_block(const BwdTile& t, int v) {
   const int m = t.m_begin + v;
   return m < t.m_end ? m : m - t.m_end;
 }
+
+// Query heads tile t walks: t.heads where the variant may group them (kGroupableHeads), else known
+// to be 1, so the loops stay those of one head.
+__device__ __forceinline__ int tile_heads(const BwdTile& t) { return kGroupableHeads ? t.heads : 1; }
 
 // With a causal mask, query block m sees key block n iff its last row i = 64m + 63 has
 // 128n <= i + offset, i.e. m >= floor((128n - offset) / 64). That bound grows with n, so the key
@@ -100,8 +109,10 @@ __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
   const LaunchSlot s = launch_slot(idx, blocks, gridDim.x / blocks, static_cast<unsigned>(p.lpt_heads));
   const unsigned slot = s.tile, head_batch = s.pair;
   t.n_block = descending_turns(p) ? blocks - 1 - slot : slot;
-  t.head = head_batch % p.num_heads_q;
-  t.batch = head_batch / p.num_heads_q;
+  const int pairs_per_batch = p.num_heads_q / p.cta_heads;
+  t.heads = p.cta_heads;
+  t.head = head_batch % pairs_per_batch * p.cta_heads;
+  t.batch = head_batch / pairs_per_batch;
   t.head_kv = t.head / p.head_group;
   if constexpr (kVarlen) {
     t.q_start = p.cu_seqlens_q[t.batch];

@@ -31,8 +31,11 @@ Up to three launches on torch's current stream:
 need_dq / need_dkv pick a compiled variant (BwdVariant) that computes only those gradients: without
 dq there is no accumulator, no turn counters, no postprocess and no dQ work in the main kernel;
 without dk/dv no dk/dv buffers (and no GQA f32 buffers or sum) and no dV/dK work in the kernel.
-With GQA/MQA the main kernel writes dK/dV per query head in f32 (B, Sk, Hq, D), summed here over the
-query heads of each K/V head (a fixed-order torch reduction, so deterministic too).
+With GQA/MQA one CTA per (key block, K/V head) walks the group's query heads and sums their dK/dV in
+registers (cta_heads; bwd_scheduler.cuh), where that leaves at least GROUPED_MIN_CTAS_PER_SM CTAs an
+SM; otherwise each CTA keeps one query head and the main kernel writes dK/dV per query head in f32
+(B, Sk, Hq, D), summed here over the query heads of each K/V head (a fixed-order torch reduction, so
+deterministic too). Varlen keeps the second form.
 deterministic=True adds each query block's dQ tiles in a fixed order of key blocks (a turn counter
 per query block; the order per mask in cuda_src/attention/bwd_scheduler.cuh, turn_order here), so
 repeated runs give bitwise-equal dq (it has no effect without need_dq); dk/dv are always
@@ -68,7 +71,7 @@ BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
     ("cu_seqlens_q", "ptr"), ("cu_seqlens_k", "ptr"), ("seqused_q", "ptr"), ("seqused_k", "ptr"),
     ("q_base", "ptr"), ("k_base", "ptr"), ("v_base", "ptr"), ("dout_base", "ptr"), ("seq_maps", "ptr"),
     ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"), ("dout_row_bytes", "i64"),
-    ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"),
+    ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"), ("cta_heads", "i32"),
     ("num_m_blocks", "i32"), ("num_n_blocks", "i32"), ("causal_offset", "i32"), ("local_offset", "i32"),
     ("deterministic", "i32"), ("lpt_heads", "i32"), ("dq_claims", "i32"), ("rotated_walk", "i32"),
     ("scale_log2", "f32"), ("softmax_scale", "f32"),
@@ -137,6 +140,13 @@ class BwdVariant:
         """Mirror of kRotatableTurns (bwd_config.cuh): deterministic mode may rotate the query blocks
         (a full mask; not D = 64 with softcap, whose registers lack room for the wrap)."""
         return not self.causal and not (self.softcap and self.kernel_dim == 64)
+
+    @property
+    def groupable_heads(self) -> bool:
+        """Mirror of kGroupableHeads (bwd_config.cuh): GQA may sum a K/V head's group in one CTA
+        (16-bit dK/dV; kernel head dim 128 only: the head loop spilled in the D = 64 and wide
+        consumers)."""
+        return self.need_dkv and not self.dkv_f32 and self.kernel_dim == 128
 
     @property
     def wide(self) -> bool:
@@ -372,9 +382,23 @@ def rotated_walk(variant: BwdVariant, deterministic: bool, m_blocks: int) -> boo
 def lpt_heads(q: torch.Tensor, v: torch.Tensor, heads: int) -> int:
     """Heads per group of the causal launch order (bwd_scheduler.cuh): a power of two whose Q, dO
     and f32 dQ rows take at most half of L2, so the group's key-block CTAs, which all read them, mostly
-    hit in L2 while every head's longest block goes first."""
+    hit in L2 while every head's longest block goes first. Grouped GQA CTAs (cta_heads) count as one
+    head each too: they walk their heads one after another, and groups sized to all of a pair's heads
+    (one pair at 4k) or to every pair were 3-13% and 4-70% slower at d=128 (RESULTS section 38)."""
     seqlen, d, dv = q.shape[1], q.shape[3], v.shape[3]
     return lpt_group(seqlen * (d * q.element_size() + dv * q.element_size() + d * 4), heads, q.device)
+
+
+# GQA: one CTA sums its K/V head's whole group (bwd_scheduler.cuh) where that still leaves this many
+# CTAs per SM; below it, fewer and G-times longer CTAs would leave SMs idle, and the CTAs keep one
+# query head each with f32 dK/dV per query head, summed by torch.
+GROUPED_MIN_CTAS_PER_SM = 2
+
+
+def grouped_heads(ctas: int, device_index: int) -> bool:
+    """Whether a GQA backward of ``ctas`` grouped CTAs (key blocks x K/V heads x batch) sums each
+    group in one CTA."""
+    return ctas >= GROUPED_MIN_CTAS_PER_SM * sm_count(device_index)
 
 
 def _ptr(t) -> int:
@@ -464,10 +488,18 @@ class _BwdPlan:
         self.gqa = Hq != Hk
         banded, causal_offset, local_offset = mask
         Dv = v.shape[3]
-        variant = for_query_length(BwdVariant(D, DTYPE_NAMES[dtype], banded, self.gqa and need_dkv, debug_build(),
+        variant = for_query_length(BwdVariant(D, DTYPE_NAMES[dtype], banded, False, debug_build(),
                                               need_dq=need_dq, need_dkv=need_dkv, softcap=softcap > 0,
                                               head_dim_v=Dv), Sq)
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, dtype, variant.debug
+        # GQA with dK/dV: a CTA sums its K/V head's group (16-bit dK/dV as with Hq = Hk), or keeps one
+        # query head and writes f32 dK/dV per query head, which torch sums (dkv_f32)
+        n_blocks = -(-Sk // variant.block_n)
+        grouped = self.gqa and variant.groupable_heads and grouped_heads(n_blocks * Hk * B, self.dev)
+        self.dkv_f32 = self.gqa and need_dkv and not grouped
+        if self.dkv_f32:
+            variant = dataclasses.replace(variant, dkv_f32=True)
+        cta_heads = Hq // Hk if grouped else 1
         self.pre, self.main, self.post = _kernels(variant, self.dev)   # a runtime failure raises here
         self.need_dq, self.need_dkv, self.deterministic = need_dq, need_dkv, deterministic
         self.stores_first = stores_first(variant, deterministic)
@@ -477,17 +509,18 @@ class _BwdPlan:
         q, k, v, dout, out = (checks.tma_ready(t) for t in (q, k, v, dout, out))
 
         block_m = variant.block_m
-        m_blocks, n_blocks = -(-Sq // block_m), -(-Sk // variant.block_n)
+        m_blocks = -(-Sq // block_m)
         rows_pad = m_blocks * block_m
-        ctas = n_blocks * Hq * B
+        ctas = n_blocks * (Hq // cta_heads) * B
         if ctas > MAX_GRID_X:
             raise ValueError(f"too many key blocks for one launch: {ctas} > {MAX_GRID_X}")
         self.rows = B * Hq * rows_pad                      # lse_log2 and dpsum: one buffer, two halves
         self.accum = B * Hq * rows_pad * variant.kernel_dim if need_dq else 0
         self.sems = counter_words(variant, deterministic, B * Hq * m_blocks)
         self.group = (Hk, Hq // Hk)
-        # dK is q's head dim wide, dV v's (per query head in f32 with GQA, then summed over the group)
-        self.q_shape, self.dk_shape, self.dv_shape = (B, Sq, Hq, D), (B, Sk, Hq, D), (B, Sk, Hq, Dv)
+        # dK is q's head dim wide, dV v's (dkv_f32: per query head in f32, then summed over the group)
+        kv_heads = Hq if self.dkv_f32 else Hk
+        self.q_shape, self.dk_shape, self.dv_shape = (B, Sq, Hq, D), (B, Sk, kv_heads, D), (B, Sk, kv_heads, Dv)
         # the same buffers as torch's (B, H, S, D) tensors (torch_layout calls): shape and strides
         self.torch_shapes = tuple(((b, h, s, d), (s * h * d, d, h * d, 1)) for b, s, h, d in
                                   (self.q_shape, self.dk_shape, self.dv_shape))
@@ -509,11 +542,11 @@ class _BwdPlan:
             q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,
             cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, dout_base=0,
             seq_maps=0, q_row_bytes=0, k_row_bytes=0, v_row_bytes=0, dout_row_bytes=0,
-            seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
+            seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk, cta_heads=cta_heads,
             num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset, local_offset=local_offset,
             deterministic=turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
             softmax_scale=softmax_scale,
-            lpt_heads=lpt_heads(q, v, B * Hq) if banded and not deterministic else 0,
+            lpt_heads=lpt_heads(q, v, ctas // n_blocks) if banded and not deterministic else 0,
             dq_claims=int(dq_claims(variant, deterministic)),
             rotated_walk=int(rotated_walk(variant, deterministic, m_blocks)),
             **score_scales(softmax_scale, softcap))
@@ -563,7 +596,7 @@ class _BwdPlan:
         dq = self._buffer(q, *tq) if self.need_dq else None
         dk = dv = None
         if self.need_dkv:
-            if self.gqa:   # per query head in float32, summed over the group below
+            if self.dkv_f32:   # per query head in float32, summed over the group below
                 dk, dv = self._buffer(lse, self.dk_shape), self._buffer(lse, self.dv_shape)
             else:
                 dk, dv = self._buffer(q, *tk), self._buffer(q, *tv)
@@ -580,7 +613,7 @@ class _BwdPlan:
         if self.stats_shape is not None:
             dsink = sink_grad(work, self.accum + self.sems, self.stats_shape, sink)
         del work   # the launches are queued on the stream: the caching allocator keeps it until they ran
-        if self.need_dkv and self.gqa:
+        if self.dkv_f32:
             dk, dv = (g.unflatten(2, (self.group[0], self.group[1])).sum(dim=3).to(self.dtype) for g in (dk, dv))
             if torch_layout:
                 dk, dv = dk.transpose(1, 2), dv.transpose(1, 2)
