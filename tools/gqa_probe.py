@@ -15,6 +15,7 @@ import torch
 
 from fa3lite import flash_attn_func
 from fa3lite.hopper import bwd, common
+from varlen_ab import back_to_back_ms   # tools/ is this script's directory
 
 _PLAN_LPT = bwd.lpt_heads
 # (q, v, pairs) -> pairs per group; a pair's query heads: Hq / Hk (the probe's shapes are all grouped)
@@ -56,17 +57,7 @@ def main():
                     out = flash_attn_func(q, k, v, causal=causal)
                     dout = torch.randn_like(out)
                     call = lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)  # noqa: E731
-                    call()
-                    torch.cuda.synchronize()
-                    ms = []
-                    for _ in range(args.repeats):
-                        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                        e0.record()
-                        for _ in range(args.reps):
-                            call()
-                        e1.record()
-                        e1.synchronize()
-                        ms.append(e0.elapsed_time(e1) / args.reps)
+                    ms = back_to_back_ms(call, args.repeats, args.reps)
                     flops = 4 * b * hq * s * s * d * 2.5 / (2 if causal else 1)
                     print(json.dumps({"tag": args.tag, "lpt": args.lpt, "d": d, "S": s, "causal": causal, "hq": hq, "hk": hk,
                                       "ms": [round(x, 4) for x in ms],

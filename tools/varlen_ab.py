@@ -19,6 +19,23 @@ LENGTHS = (3970, 2089, 3616, 2234, 677, 1572, 2226)   # feature_cases.varlen_len
 WIDTH = 2048
 
 
+def back_to_back_ms(call, repeats: int, reps: int) -> list[float]:
+    """`call` once (compiles, plans), then `repeats` measurements of `reps` calls back to back between
+    CUDA events: ms per call, one figure per measurement."""
+    call()
+    torch.cuda.synchronize()
+    ms = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            call()
+        end.record()
+        end.synchronize()
+        ms.append(start.elapsed_time(end) / reps)
+    return ms
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tag", required=True)
@@ -53,17 +70,8 @@ def main():
 
                 def call():
                     return torch.autograd.grad(out, leaves, dout, retain_graph=True)
-            call()
-            torch.cuda.synchronize()
-            runs = []
-            for _ in range(args.repeats):
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                for _ in range(args.reps):
-                    call()
-                b.record()
-                b.synchronize()
-                runs.append(band_flops(lengths, heads, d, causal, (-1, -1), args.mode) * args.reps / (a.elapsed_time(b) * 1e-3) / 1e12)
+            flops = band_flops(lengths, heads, d, causal, (-1, -1), args.mode)
+            runs = [flops / (ms * 1e-3) / 1e12 for ms in back_to_back_ms(call, args.repeats, args.reps)]
             print(json.dumps({"tag": args.tag, "mode": args.mode, "kind": kind, "d": d, "causal": causal,
                               "tflops": [round(x, 1) for x in runs]}), flush=True)
 
