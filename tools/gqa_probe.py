@@ -59,8 +59,8 @@ def main():
                     call = lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)  # noqa: E731
                     ms = back_to_back_ms(call, args.repeats, args.reps)
                     flops = 4 * b * hq * s * s * d * 2.5 / (2 if causal else 1)
-                    print(json.dumps({"tag": args.tag, "lpt": args.lpt, "d": d, "S": s, "causal": causal, "hq": hq, "hk": hk,
-                                      "ms": [round(x, 4) for x in ms],
+                    print(json.dumps({"tag": args.tag, "lpt": args.lpt, "d": d, "S": s, "causal": causal, "hq": hq,
+                                      "hk": hk, "ms": [round(x, 4) for x in ms],
                                       "tflops": [round(flops / (x * 1e-3) / 1e12, 1) for x in ms]}), flush=True)
                     del q, k, v, out, dout
 

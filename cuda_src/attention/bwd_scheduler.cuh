@@ -1,11 +1,11 @@
 // Backward tile scheduler: one CTA per (key block, query head, batch), flattened into blockIdx.x
-// so grid y/z limits never apply. GQA with p.cta_heads = the group (the host's choice where the
-// grid stays large enough: bwd.py grouped_heads): one CTA per (key block, K/V head, batch), which
+// so grid y/z limits never apply. GQA with p.cta_heads = the group (kGroupableHeads variants, where
+// the grid stays large enough: bwd.py grouped_heads): one CTA per (key block, K/V head, batch), which
 // walks every query head of the group in turn and sums their dK/dV in registers -- no f32 dK/dV per
 // query head for the host to sum (that traffic cost GQA's backward 5-33%, RESULTS section 38). A
-// tile's visits are then its query blocks for its first head, the same blocks for the next, ... Key blocks of one head are adjacent (key block fastest), so
-// co-resident CTAs share the head's Q/dO in L2 -- except with p.lpt_heads (causal masks, not
-// deterministic): key block n sees the query blocks from about n on, so block 0 works longest, and
+// tile's visits are then its query blocks for its first head, the same blocks for the next, ...
+// Key blocks of one head (pair) are adjacent (key block fastest), so co-resident CTAs share the
+// head's Q/dO in L2 -- except with p.lpt_heads (causal masks, not deterministic): key block n sees the query blocks from about n on, so block 0 works longest, and
 // launched head by head the last wave would hold long CTAs that run on alone while the other SMs
 // idle. Within groups of lpt_heads heads (their Q, dO and dQ rows fit in L2 together; the host
 // sizes the group) every head's block 0 goes first, then every block 1, ...: the last CTAs are short.
