@@ -144,3 +144,25 @@ def test_deterministic_repeats_bitwise(d):
 
 def test_value_head_dim_128_beside_192():
     check([300, 1, 129], [280, 50, 129], d=192, dv=128, causal=True, sink=True, gaps=[2, 0, 5])
+
+
+@pytest.mark.parametrize("deterministic", [False, True], ids=["default", "det"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("hq,hk", [(8, 2), (4, 1)], ids=["gqa", "mqa"])
+@pytest.mark.parametrize("d", [96, 128])   # BwdVariant.groupable_heads
+def test_grouped_heads_backward(monkeypatch, d, hq, hk, causal, deterministic):
+    """GQA with one CTA per (key block, K/V head) summing the group's dK/dV (bwd_scheduler.cuh), forced
+    at these small shapes: every gradient by FA3's rule, rows no sequence owns zero, lengths 0 and 1,
+    a sink; deterministic mode repeats bitwise."""
+    from fa3lite.hopper import bwd, varlen
+    monkeypatch.setattr(bwd, "GROUPED_MIN_CTAS_PER_SM", 0)
+    varlen._bwd_plans.clear()
+    try:
+        case = dict(hq=hq, hk=hk, d=d, causal=causal, sink=True, deterministic=deterministic, gaps=[3, 0, 17, 1])
+        first = check([1, 130, 0, 257], [5, 0, 300, 257], **case)
+        assert varlen._bwd_plans and not any(plan.dkv_f32 for plan in varlen._bwd_plans.values())
+        if deterministic:
+            again = check([1, 130, 0, 257], [5, 0, 300, 257], **case)
+            assert all(torch.equal(a, b) for a, b in zip(first, again))
+    finally:
+        varlen._bwd_plans.clear()

@@ -7,6 +7,7 @@ mean length, kind "dense"). One JSON line per (kind, d, mask). --mode bwd times 
     python3 tools/varlen_ab.py --tag NAME [--head-dim 128,256] [--repeats 5] [--mode fwd|bwd]
                                [--lengths 2341,2341,...]   (another packed batch; the dense comparator
                                                             takes its count and mean length)
+                               [--group 4]                 (GQA: query heads per K/V head)
 """
 import argparse
 import json
@@ -44,6 +45,7 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--mode", choices=("fwd", "bwd"), default="fwd")
     ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
+    ap.add_argument("--group", type=int, default=1, help="query heads per K/V head (GQA)")
     args = ap.parse_args()
     lengths_varlen = tuple(int(x) for x in args.lengths.split(","))
     grad = args.mode == "bwd"
@@ -52,10 +54,10 @@ def main():
     mean = round(total / len(lengths_varlen))
     for d in (int(x) for x in args.head_dim.split(",")):
         heads = WIDTH // d
-        q, k, v = (torch.randn(total, heads, d, device="cuda", dtype=torch.bfloat16, requires_grad=grad)
-                   for _ in range(3))
-        dq, dk, dv = (torch.randn(len(lengths_varlen), mean, heads, d, device="cuda", dtype=torch.bfloat16,
-                                  requires_grad=grad) for _ in range(3))
+        q, k, v = (torch.randn(total, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=grad)
+                   for h in (heads, heads // args.group, heads // args.group))
+        dq, dk, dv = (torch.randn(len(lengths_varlen), mean, h, d, device="cuda", dtype=torch.bfloat16,
+                                  requires_grad=grad) for h in (heads, heads // args.group, heads // args.group))
         for kind, causal in ((kind, causal) for kind in ("varlen", "dense") for causal in (False, True)):
             lengths = lengths_varlen if kind == "varlen" else (mean,) * len(lengths_varlen)
 
@@ -73,6 +75,7 @@ def main():
             flops = band_flops(lengths, heads, d, causal, (-1, -1), args.mode)
             runs = [flops / (ms * 1e-3) / 1e12 for ms in back_to_back_ms(call, args.repeats, args.reps)]
             print(json.dumps({"tag": args.tag, "mode": args.mode, "kind": kind, "d": d, "causal": causal,
+                              "group": args.group,
                               "tflops": [round(x, 1) for x in runs]}), flush=True)
 
 

@@ -35,7 +35,7 @@ With GQA/MQA one CTA per (key block, K/V head) walks the group's query heads and
 registers (cta_heads; bwd_scheduler.cuh), where that leaves at least GROUPED_MIN_CTAS_PER_SM CTAs an
 SM; otherwise each CTA keeps one query head and the main kernel writes dK/dV per query head in f32
 (B, Sk, Hq, D), summed here over the query heads of each K/V head (a fixed-order torch reduction, so
-deterministic too). Varlen keeps the second form.
+deterministic too). Varlen (hopper/varlen.py) chooses the same way.
 deterministic=True adds each query block's dQ tiles in a fixed order of key blocks (a turn counter
 per query block; the order per mask in cuda_src/attention/bwd_scheduler.cuh, turn_order here), so
 repeated runs give bitwise-equal dq (it has no effect without need_dq); dk/dv are always

@@ -25,6 +25,7 @@ kSeqMaps). O is written row by row, never past the end.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -310,28 +311,35 @@ class _VarlenBwdPlan:
         banded, causal_offset, local_offset = mask
         self.gqa = Hq != Hk
         Dv = v.shape[2]
-        variant = bwd.for_query_length(bwd.BwdVariant(D, DTYPE_NAMES[q.dtype], banded, self.gqa, debug_build(),
+        variant = bwd.for_query_length(bwd.BwdVariant(D, DTYPE_NAMES[q.dtype], banded, False, debug_build(),
                                                       softcap=softcap > 0, varlen=True, head_dim_v=Dv), max_seqlen_q)
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, q.dtype, variant.debug
+        # GQA as in bwd._BwdPlan: a CTA sums its K/V head's group, or dK/dV per query head in f32
+        n_blocks = -(-max_seqlen_k // variant.block_n)
+        grouped = self.gqa and variant.groupable_heads and bwd.grouped_heads(n_blocks * Hk * batch, self.dev)
+        self.dkv_f32 = self.gqa and not grouped
+        if self.dkv_f32:
+            variant = dataclasses.replace(variant, dkv_f32=True)
+        cta_heads = Hq // Hk if grouped else 1
         self.pre, self.main, self.post = bwd._kernels(variant, self.dev)
         self.deterministic = deterministic
         self.stores_first = bwd.stores_first(variant, deterministic)
         self.copies = tuple(bool(checks.layout_reasons("t", t.unsqueeze(0))) for t in (dout, out))
         dout, out = (checks.tma_ready(t.unsqueeze(0))[0] for t in (dout, out))
         bm = variant.block_m
-        m_blocks, n_blocks = -(-max_seqlen_q // bm), -(-max_seqlen_k // variant.block_n)
+        m_blocks = -(-max_seqlen_q // bm)
         rows_pad = m_blocks * bm
-        self.ctas = n_blocks * Hq * batch
+        self.ctas = n_blocks * (Hq // cta_heads) * batch
         if self.ctas > MAX_GRID_X:
             raise ValueError(f"too many key blocks for one launch: {self.ctas} > {MAX_GRID_X}")
         self.rows = batch * Hq * rows_pad
         self.accum = batch * Hq * m_blocks * bm * variant.kernel_dim
         self.sems = bwd.counter_words(variant, deterministic, batch * Hq * m_blocks)
-        # dK is q's head dim wide, dV v's; per query head in f32 with GQA, then summed over the group
-        heads = Hq if self.gqa else Hk
+        # dK is q's head dim wide, dV v's; dkv_f32: per query head in f32, then summed over the group
+        heads = Hq if self.dkv_f32 else Hk
         es = q.element_size()
-        self.dkv_dtype = torch.float32 if self.gqa else self.dtype
-        dkv_bytes = 4 if self.gqa else es
+        self.dkv_dtype = torch.float32 if self.dkv_f32 else self.dtype
+        dkv_bytes = 4 if self.dkv_f32 else es
         self.q_shape, self.dk_shape, self.dv_shape = (total_q, Hq, D), (total_k, heads, D), (total_k, heads, Dv)
         self.group = (Hk, Hq // Hk)
         self.stats_shape = (batch, Hq, rows_pad) if has_sink else None
@@ -354,7 +362,7 @@ class _VarlenBwdPlan:
             cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, dout_base=0,
             seq_maps=0, q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
             dout_row_bytes=dout.stride(0) * es,
-            seqlen_q=0, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, cta_heads=1, num_m_blocks=m_blocks,
+            seqlen_q=0, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, cta_heads=cta_heads, num_m_blocks=m_blocks,
             num_n_blocks=n_blocks,
             causal_offset=causal_offset, local_offset=local_offset,
             deterministic=bwd.turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
@@ -422,7 +430,7 @@ class _VarlenBwdPlan:
         if self.stats_shape is not None:
             dsink = bwd.sink_grad(work, self.accum + self.sems, self.stats_shape, sink)
         del work, maps
-        if self.gqa:
+        if self.dkv_f32:
             dk, dv = (g.unflatten(1, self.group).sum(dim=2).to(self.dtype) for g in (dk, dv))
         return (dq, dk, dv) if dsink is None else (dq, dk, dv, dsink)
 
