@@ -344,3 +344,15 @@ def test_grouped_heads_where_the_grid_stays_large(monkeypatch):
     # d=128, 16k tokens at S=1k, Hk=2: 8 key blocks x 2 x 16 = 256 CTAs, under two an SM
     assert not hopper_bwd.grouped_heads(8 * 2 * 16, 0)
     assert hopper_bwd.grouped_heads(8 * 4 * 16, 0)
+
+
+def test_grouped_heads_variants():
+    """BwdVariant.groupable_heads mirrors kGroupableHeads: 16-bit dK/dV at kernel head dim 128 or an
+    unpadded 256 (not 64, 192, nor 192 beside V's 128)."""
+    V = hopper_bwd.BwdVariant
+    assert V(128, "bf16", True).groupable_heads and V(96, "bf16", False).groupable_heads
+    assert V(256, "fp16", True, softcap=True).groupable_heads
+    assert not V(64, "bf16", False).groupable_heads and not V(192, "bf16", True).groupable_heads
+    assert not V(192, "bf16", True, head_dim_v=128).groupable_heads
+    assert not V(128, "bf16", True, dkv_f32=True).groupable_heads
+    assert not V(128, "bf16", True, need_dkv=False).groupable_heads

@@ -38,10 +38,12 @@ constexpr bool kWide = kHeadDim > 128;
 // Host mirror: BwdVariant.rotatable_turns.
 constexpr bool kRotatableTurns = !kIsCausal && !(kSoftcap && kHeadDim == 64);
 // GQA may walk a K/V head's whole query-head group in one CTA (bwd_scheduler.cuh cta_heads): only
-// to sum dK/dV (16-bit, not kDkvF32), and only at D = 128 (96 runs padded to it): the head loop
-// spilled 4-12 bytes in the causal D = 64 consumers and the wide (D = 256) ones. Host mirror:
-// BwdVariant.groupable_heads.
-constexpr bool kGroupableHeads = kNeedDkv && !kDkvF32 && kHeadDim == 128;
+// to sum dK/dV (16-bit, not kDkvF32), at kernel head dim 128 (D = 96, 128) and unpadded 256. Not at
+// D = 64: there the runtime head walk cost the MHA backward 2.5-6% (RESULTS section 38, gqa_round6;
+// grouped GQA itself ran 1.01-1.52x the f32 form). Not at D = 192 (padded in 256): its causal
+// variants spilled 4 bytes with the walk. Host mirror: BwdVariant.groupable_heads.
+constexpr bool kGroupableHeads =
+    kNeedDkv && !kDkvF32 && (kHeadDim == 128 || (kHeadDim == 256 && !kPaddedQK && !kPaddedV));
 
 // Query rows per step: the N of S^T = K Q^T, the K of dV += P^T dO. The host picks it per head dim
 // (BwdVariant.block_m): 128 at D = 64, where S^T and dP^T of 128 queries still fit next to dK/dV (32

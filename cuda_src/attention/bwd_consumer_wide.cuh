@@ -48,10 +48,10 @@ __device__ __forceinline__ void add_dq_tile(float* dst, int wg, int tid, const f
 // This warpgroup's dQ tile of query block m into the global f32 accumulator; in deterministic mode
 // in the fixed key-block order of bwd_scheduler.cuh, when the turn keeper says the turn has come
 // (bwd_dq.cuh). The additions are only issued here: the keeper waits for them, not the warpgroup.
-__device__ __forceinline__ void add_dq(const BwdParams& p, const BwdTile& t, int head, int m, int wg, int tid,
+__device__ __forceinline__ void add_dq(const BwdParams& p, int bh, int m, int wg, int tid,
                                        const float (&dq)[kDqN / 2]) {
   if (p.deterministic) named_barrier::sync(dq_turn_barrier(wg), kDqTurnThreads);
-  add_dq_tile(p.dq_accum + dq_block(p, t, head, m) * kDqBlockFloats, wg, tid, dq);
+  add_dq_tile(p.dq_accum + dq_block(p, bh, m) * kDqBlockFloats, wg, tid, dq);
   if (p.deterministic) named_barrier::arrive(dq_added_barrier(wg), kDqTurnThreads);
 }
 
@@ -72,7 +72,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
   if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
   RingPos<kStages> pos;
   int buf = 0;
-  for (int head = t.head; head < t.head + tile_heads(t); ++head)
+  for (int bh = first_pair(p, t), left = tile_heads(t); left > 0; ++bh, --left)
   for (int v = visit_first(t); v < t.m_end; ++v) {
     const int m = query_block(t, v);
     const int s = pos.stage;
@@ -159,7 +159,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
       release_stage(sm.empty(s));
     }
 
-    if constexpr (kNeedDq) add_dq(p, t, head, m, wg, tid, dq);
+    if constexpr (kNeedDq) add_dq(p, bh, m, wg, tid, dq);
 
     buf ^= 1;
     pos.advance();

@@ -64,17 +64,21 @@
 
 namespace fa3lite { namespace attn { namespace bwd {
 
-// Index of query block m of (this CTA's batch, query head `head`) among all query blocks: its dQ
-// accumulator starts at dq_accum + dq_block * kDqBlockFloats.
-__device__ __forceinline__ i64 dq_block(const BwdParams& p, const BwdTile& t, int head, int m) {
-  return (static_cast<i64>(t.batch) * p.num_heads_q + head) * p.num_m_blocks + m;
+// (batch, query head) pair `bh` = batch * Hq + head of this CTA's first head (the loops over a
+// grouped tile's heads step it; one int held instead of batch and head: the dQ writer has 24 registers).
+__device__ __forceinline__ int first_pair(const BwdParams& p, const BwdTile& t) { return t.batch * p.num_heads_q + t.head; }
+
+// Index of query block m of pair bh among all query blocks: its dQ accumulator starts at
+// dq_accum + dq_block * kDqBlockFloats.
+__device__ __forceinline__ i64 dq_block(const BwdParams& p, int bh, int m) {
+  return static_cast<i64>(bh) * p.num_m_blocks + m;
 }
 
 // Deterministic turn counter `slot` of query block m: narrow, one per block (the writer warp adds the
 // whole tile); wide, one per consumer warpgroup, which add disjoint columns and so never wait for
 // each other, only for the same warpgroup of the key block before.
-__device__ __forceinline__ i32* dq_turn_counter(const BwdParams& p, const BwdTile& t, int head, int m, int slot) {
-  return p.dq_sem + dq_block(p, t, head, m) * kSemsPerBlock + slot;
+__device__ __forceinline__ i32* dq_turn_counter(const BwdParams& p, int bh, int m, int slot) {
+  return p.dq_sem + dq_block(p, bh, m) * kSemsPerBlock + slot;
 }
 
 // Store one warpgroup's dQ tile (64 x kDqN, accumulator layout) into `region` of buffer `buf`,
@@ -147,13 +151,14 @@ __device__ __forceinline__ void bwd_dq_writer_loop(const BwdParams& p, const Bwd
   const bool leader = threadIdx.x % 32 == 0;
   const bool deterministic = !Claims && p.deterministic;
   // The tile's visits w = Buf, Buf + kDqBuffers, ... over all its heads (the walk of bwd_scheduler.cuh):
-  // v runs on past a head's last visit and is carried into the next head's (minus its visits).
+  // v runs on past a head's last visit and is carried into the next head's (minus its visits); `left`
+  // counts the heads after this one.
   int v = visit_first(t) + Buf;
-  for (int head = t.head; head < t.head + tile_heads(t); ++head, v -= t.m_end - visit_first(t))
+  for (int bh = first_pair(p, t), left = tile_heads(t) - 1; left >= 0; ++bh, --left, v -= t.m_end - visit_first(t))
   for (; v < t.m_end; v += kDqBuffers) {
     const int m = query_block(t, v);
-    float* const dst = p.dq_accum + dq_block(p, t, head, m) * kDqBlockFloats;
-    i32* const word = dq_turn_counter(p, t, head, m, 0);   // the turn counter or claim word
+    float* const dst = p.dq_accum + dq_block(p, bh, m) * kDqBlockFloats;
+    i32* const word = dq_turn_counter(p, bh, m, 0);   // the turn counter or claim word
     // The block's first tile is stored (the accumulator is not zeroed): ticket 0, or the first turn.
     i32 ticket = 0;
     const int turn = leader && deterministic ? dq_turn(p, t, m) : -1;
@@ -185,7 +190,8 @@ __device__ __forceinline__ void bwd_dq_writer_loop(const BwdParams& p, const Bwd
     // The consumers may store a later tile while the adds complete: they need not wait for the
     // round trip to global memory, only the next key block does. Warpgroup 0's part was read first.
     // another visit of the tile comes to this buffer (in this head or a later one)
-    const bool again = v + kDqBuffers < t.m_end + (t.head + tile_heads(t) - 1 - head) * (t.m_end - visit_first(t));
+    const bool again = kDqBuffers == 1 ? left > 0 || v + 1 < t.m_end
+                                       : v + kDqBuffers < t.m_end + left * (t.m_end - visit_first(t));
     if (leader) tma::wait_group_read<1>();
     __syncwarp();
     if (again) named_barrier::arrive(dq_empty_barrier(Buf, 0), kDqSyncThreads);
@@ -228,16 +234,16 @@ __device__ __forceinline__ void zero_dq_part(float* dst, int wg) {
 // advances the counters, and at the first turn the warp zeroes the part first.
 __device__ __forceinline__ void bwd_dq_turn_keeper(const BwdParams& p, const BwdTile& t, int wg) {
   const bool leader = threadIdx.x % 32 == 0;
-  for (int head = t.head; head < t.head + tile_heads(t); ++head) {
+  for (int bh = first_pair(p, t), left = tile_heads(t); left > 0; ++bh, --left) {
     for (int v = visit_first(t); v < t.m_end; ++v) {
       const int m = query_block(t, v);
       const int turn = leader ? dq_turn(p, t, m) : 0;
-      if (leader) wait_turn(dq_turn_counter(p, t, head, m, wg), turn);
-      if (warp::shfl(turn, 0) == 0) zero_dq_part(p.dq_accum + dq_block(p, t, head, m) * kDqBlockFloats, wg);
+      if (leader) wait_turn(dq_turn_counter(p, bh, m, wg), turn);
+      if (warp::shfl(turn, 0) == 0) zero_dq_part(p.dq_accum + dq_block(p, bh, m) * kDqBlockFloats, wg);
       __syncwarp();
       named_barrier::arrive(dq_turn_barrier(wg), kDqTurnThreads);
       named_barrier::sync(dq_added_barrier(wg), kDqTurnThreads);
-      if (leader) gmem::red_release_add(dq_turn_counter(p, t, head, m, wg), 1);
+      if (leader) gmem::red_release_add(dq_turn_counter(p, bh, m, wg), 1);
     }
   }
 }

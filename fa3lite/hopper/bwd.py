@@ -144,9 +144,10 @@ class BwdVariant:
     @property
     def groupable_heads(self) -> bool:
         """Mirror of kGroupableHeads (bwd_config.cuh): GQA may sum a K/V head's group in one CTA
-        (16-bit dK/dV; kernel head dim 128 only: the head loop spilled in the D = 64 and wide
-        consumers)."""
-        return self.need_dkv and not self.dkv_f32 and self.kernel_dim == 128
+        (16-bit dK/dV; kernel head dim 128, or 256 unpadded: not at D = 64, where the head walk slowed
+        the MHA backward, nor at 192, whose causal variants spilled with it)."""
+        kernel_256 = self.head_dim == self.head_dim_v == 256
+        return self.need_dkv and not self.dkv_f32 and (self.kernel_dim == 128 or kernel_256)
 
     @property
     def wide(self) -> bool:
