@@ -356,3 +356,18 @@ def test_grouped_heads_variants():
     assert not V(192, "bf16", True, head_dim_v=128).groupable_heads
     assert not V(128, "bf16", True, dkv_f32=True).groupable_heads
     assert not V(128, "bf16", True, need_dkv=False).groupable_heads
+
+
+def test_head_walk(monkeypatch):
+    """bwd.head_walk: MHA and dq-only variants walk one head; GQA walks the group where the variant
+    allows it and the grid stays large, else writes f32 dK/dV per query head."""
+    monkeypatch.setattr(hopper_bwd, "sm_count", lambda device: 132)
+    V = hopper_bwd.BwdVariant
+    v128 = V(128, "bf16", True)
+    assert hopper_bwd.head_walk(v128, 16, 16, 4, 32, 0) == (v128, 1)
+    assert hopper_bwd.head_walk(V(128, "bf16", True, need_dkv=False), 16, 4, 4, 32, 0)[1] == 1
+    assert hopper_bwd.head_walk(v128, 16, 4, 4, 32, 0) == (v128, 4)                 # 512 CTAs
+    small, heads = hopper_bwd.head_walk(v128, 16, 2, 16, 8, 0)                       # 256 CTAs
+    assert heads == 1 and small.dkv_f32
+    narrow, heads = hopper_bwd.head_walk(V(64, "bf16", False), 32, 8, 4, 32, 0)      # not groupable
+    assert heads == 1 and narrow.dkv_f32

@@ -385,7 +385,7 @@ def lpt_heads(q: torch.Tensor, v: torch.Tensor, heads: int) -> int:
     and f32 dQ rows take at most half of L2, so the group's key-block CTAs, which all read them, mostly
     hit in L2 while every head's longest block goes first. Grouped GQA CTAs (cta_heads) count as one
     head each too: they walk their heads one after another, and groups sized to all of a pair's heads
-    (one pair at 4k) or to every pair were 3-13% and 4-70% slower at d=128 (RESULTS section 38)."""
+    (one pair at 4k) or to every pair were 1-13% and 3-73% slower at d=128 (RESULTS section 38)."""
     seqlen, d, dv = q.shape[1], q.shape[3], v.shape[3]
     return lpt_group(seqlen * (d * q.element_size() + dv * q.element_size() + d * 4), heads, q.device)
 
@@ -400,6 +400,19 @@ def grouped_heads(ctas: int, device_index: int) -> bool:
     """Whether a GQA backward of ``ctas`` grouped CTAs (key blocks x K/V heads x batch) sums each
     group in one CTA."""
     return ctas >= GROUPED_MIN_CTAS_PER_SM * sm_count(device_index)
+
+
+def head_walk(variant: BwdVariant, heads_q: int, heads_kv: int, batch: int, n_blocks: int,
+              device_index: int) -> tuple[BwdVariant, int]:
+    """(variant, cta_heads) of a backward with dK/dV: with GQA, a CTA walks its K/V head's group and
+    sums dK/dV in registers (cta_heads = Hq / Hk) where the variant allows it and the grid stays large
+    (grouped_heads), else it keeps one query head and the variant writes f32 dK/dV per query head
+    (dkv_f32), which the plan sums over the group. The fixed-length and varlen plans both ask here."""
+    if heads_q == heads_kv or not variant.need_dkv:
+        return variant, 1
+    if variant.groupable_heads and grouped_heads(n_blocks * heads_kv * batch, device_index):
+        return variant, heads_q // heads_kv
+    return dataclasses.replace(variant, dkv_f32=True), 1
 
 
 def _ptr(t) -> int:
@@ -486,21 +499,15 @@ class _BwdPlan:
             raise ValueError(f"num_heads_q ({Hq}) must be a multiple of num_heads_k ({Hk})")
         if lse.dtype != torch.float32:
             raise ValueError(f"lse must be float32, got {lse.dtype}")
-        self.gqa = Hq != Hk
         banded, causal_offset, local_offset = mask
         Dv = v.shape[3]
         variant = for_query_length(BwdVariant(D, DTYPE_NAMES[dtype], banded, False, debug_build(),
                                               need_dq=need_dq, need_dkv=need_dkv, softcap=softcap > 0,
                                               head_dim_v=Dv), Sq)
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, dtype, variant.debug
-        # GQA with dK/dV: a CTA sums its K/V head's group (16-bit dK/dV as with Hq = Hk), or keeps one
-        # query head and writes f32 dK/dV per query head, which torch sums (dkv_f32)
         n_blocks = -(-Sk // variant.block_n)
-        grouped = self.gqa and variant.groupable_heads and grouped_heads(n_blocks * Hk * B, self.dev)
-        self.dkv_f32 = self.gqa and need_dkv and not grouped
-        if self.dkv_f32:
-            variant = dataclasses.replace(variant, dkv_f32=True)
-        cta_heads = Hq // Hk if grouped else 1
+        variant, cta_heads = head_walk(variant, Hq, Hk, B, n_blocks, self.dev)
+        self.dkv_f32 = variant.dkv_f32
         self.pre, self.main, self.post = _kernels(variant, self.dev)   # a runtime failure raises here
         self.need_dq, self.need_dkv, self.deterministic = need_dq, need_dkv, deterministic
         self.stores_first = stores_first(variant, deterministic)

@@ -25,7 +25,6 @@ kSeqMaps). O is written row by row, never past the end.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
@@ -309,18 +308,13 @@ class _VarlenBwdPlan:
         total_q, Hq, D = q.shape
         total_k, Hk = k.shape[0], k.shape[1]
         banded, causal_offset, local_offset = mask
-        self.gqa = Hq != Hk
         Dv = v.shape[2]
         variant = bwd.for_query_length(bwd.BwdVariant(D, DTYPE_NAMES[q.dtype], banded, False, debug_build(),
                                                       softcap=softcap > 0, varlen=True, head_dim_v=Dv), max_seqlen_q)
         self.dev, self.device, self.dtype, self.debug = device_index(q), q.device, q.dtype, variant.debug
-        # GQA as in bwd._BwdPlan: a CTA sums its K/V head's group, or dK/dV per query head in f32
         n_blocks = -(-max_seqlen_k // variant.block_n)
-        grouped = self.gqa and variant.groupable_heads and bwd.grouped_heads(n_blocks * Hk * batch, self.dev)
-        self.dkv_f32 = self.gqa and not grouped
-        if self.dkv_f32:
-            variant = dataclasses.replace(variant, dkv_f32=True)
-        cta_heads = Hq // Hk if grouped else 1
+        variant, cta_heads = bwd.head_walk(variant, Hq, Hk, batch, n_blocks, self.dev)
+        self.dkv_f32 = variant.dkv_f32
         self.pre, self.main, self.post = bwd._kernels(variant, self.dev)
         self.deterministic = deterministic
         self.stores_first = bwd.stores_first(variant, deterministic)
