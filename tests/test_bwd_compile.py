@@ -23,15 +23,20 @@ _NEEDS_ID = {(True, True): "dq+dkv", (True, False): "dq", (False, True): "dkv"}
 def _id(v):
     return (f"d{v.head_dim}-{v.dtype}-{'causal' if v.causal else 'full'}-{_NEEDS_ID[v.need_dq, v.need_dkv]}"
             f"{'-f32' if v.dkv_f32 else ''}{'-softcap' if v.softcap else ''}{'-varlen' if v.varlen else ''}"
-            f"{f'-v{v.head_dim_v}' if v.head_dim_v != v.head_dim else ''}{'-short' if v.short_ring else ''}")
+            f"{f'-v{v.head_dim_v}' if v.head_dim_v != v.head_dim else ''}{'-short' if v.short_ring else ''}"
+            f"{'-walk' if v.walk_heads else ''}")
 
 
 def test_all_variants_are_listed():
     variants = hopper_bwd.all_bwd_variants()
     # head dims, dtypes, causal, needs x f32, softcap; varlen: every gradient, f32 or not, softcap; the
     # (192, 128) pair: every gradient, dtypes, causal, f32 or not, fixed or varlen; the two-stage twins
-    # of D = 64 causal variants with dQ (dtypes x (needs with dQ x f32: 3, varlen f32 or not: 2))
-    assert len(variants) == len(set(variants)) == 5 * 2 * 2 * 5 * 2 + 5 * 2 * 2 * 2 * 2 + 2 * 2 * 2 * 2 + 2 * (3 + 2)
+    # of D = 64 causal variants with dQ (dtypes x (needs with dQ x f32: 3, varlen f32 or not: 2, walking
+    # fixed and varlen: 2)); the walking twins: D = 96/128 (dtypes, causal, needs with dK/dV, softcap;
+    # varlen: dtypes, causal, softcap) and D = 64 without softcap (D = 256 walks in its one variant)
+    grouped = 2 * 2 * 2 * 2 * 2 + 2 * 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2
+    assert len(variants) == len(set(variants)) == (5 * 2 * 2 * 5 * 2 + 5 * 2 * 2 * 2 * 2 + 2 * 2 * 2 * 2
+                                                   + 2 * (3 + 2 + 2) + grouped)
     assert {(v.need_dq, v.need_dkv) for v in variants} == {(True, True), (True, False), (False, True)}
     assert not any(v.dkv_f32 and not v.need_dkv for v in variants)
 
@@ -347,15 +352,27 @@ def test_grouped_heads_where_the_grid_stays_large(monkeypatch):
 
 
 def test_grouped_heads_variants():
-    """BwdVariant.groupable_heads mirrors kGroupableHeads: 16-bit dK/dV at kernel head dim 128 or an
-    unpadded 256 (not 64, 192, nor 192 beside V's 128)."""
+    """BwdVariant.groupable_heads mirrors kWalkHeads' static_assert: 16-bit dK/dV, not D = 64 with
+    softcap, not padded in 256 (192, nor 192 beside V's 128); a grouped variant is its own kernel."""
     V = hopper_bwd.BwdVariant
     assert V(128, "bf16", True).groupable_heads and V(96, "bf16", False).groupable_heads
-    assert V(256, "fp16", True, softcap=True).groupable_heads
-    assert not V(64, "bf16", False).groupable_heads and not V(192, "bf16", True).groupable_heads
+    assert V(256, "fp16", True, softcap=True).groupable_heads and V(64, "bf16", False).groupable_heads
+    assert not V(64, "bf16", False, softcap=True).groupable_heads and not V(192, "bf16", True).groupable_heads
     assert not V(192, "bf16", True, head_dim_v=128).groupable_heads
     assert not V(128, "bf16", True, dkv_f32=True).groupable_heads
     assert not V(128, "bf16", True, need_dkv=False).groupable_heads
+    with pytest.raises(ValueError, match="walk_heads"):
+        V(64, "bf16", False, softcap=True, walk_heads=True)
+    walking = V(128, "bf16", True, walk_heads=True)
+    assert ("FA3LITE_WALK_HEADS", "1") in walking.spec().defines
+    assert ("FA3LITE_WALK_HEADS", "0") in V(128, "bf16", True).spec().defines
+    # unpadded D = 256 walks always (its MHA backward ran faster so), D = 192 (padded) never
+    assert V(256, "bf16", False).walk_heads and ("FA3LITE_WALK_HEADS", "1") in V(256, "bf16", False).spec().defines
+    assert not V(256, "bf16", False, dkv_f32=True).walk_heads and not V(256, "bf16", False, need_dkv=False).walk_heads
+    assert not V(192, "bf16", False).walk_heads
+    variants = hopper_bwd.all_bwd_variants()
+    assert {dataclasses.replace(v, walk_heads=False) for v in variants if v.walk_heads and v.kernel_dim < 256} == {
+        v for v in variants if v.groupable_heads and not v.walk_heads}
 
 
 def test_head_walk(monkeypatch):
@@ -365,9 +382,13 @@ def test_head_walk(monkeypatch):
     V = hopper_bwd.BwdVariant
     v128 = V(128, "bf16", True)
     assert hopper_bwd.head_walk(v128, 16, 16, 4, 32, 0) == (v128, 1)
+    v256 = V(256, "bf16", False)                                                 # walks one head (MHA)
+    assert hopper_bwd.head_walk(v256, 8, 8, 4, 32, 0) == (v256, 1) and v256.walk_heads
     assert hopper_bwd.head_walk(V(128, "bf16", True, need_dkv=False), 16, 4, 4, 32, 0)[1] == 1
-    assert hopper_bwd.head_walk(v128, 16, 4, 4, 32, 0) == (v128, 4)                 # 512 CTAs
+    assert hopper_bwd.head_walk(v128, 16, 4, 4, 32, 0) == (dataclasses.replace(v128, walk_heads=True), 4)
     small, heads = hopper_bwd.head_walk(v128, 16, 2, 16, 8, 0)                       # 256 CTAs
     assert heads == 1 and small.dkv_f32
-    narrow, heads = hopper_bwd.head_walk(V(64, "bf16", False), 32, 8, 4, 32, 0)      # not groupable
-    assert heads == 1 and narrow.dkv_f32
+    narrow, heads = hopper_bwd.head_walk(V(64, "bf16", False), 32, 8, 4, 32, 0)
+    assert heads == 4 and narrow.walk_heads
+    capped, heads = hopper_bwd.head_walk(V(64, "bf16", False, softcap=True), 32, 8, 4, 32, 0)   # not groupable
+    assert heads == 1 and capped.dkv_f32 and not capped.walk_heads

@@ -115,7 +115,7 @@ def grouped_always(monkeypatch):
 @pytest.mark.parametrize("deterministic", [False, True], ids=["default", "det"])
 @pytest.mark.parametrize("heads", [(8, 2), (4, 1)], ids=["gqa", "mqa"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("head_dim", [96, 128, 256])   # BwdVariant.groupable_heads
+@pytest.mark.parametrize("head_dim", [64, 96, 128, 256])   # BwdVariant.groupable_heads
 def test_grouped_heads(grouped_always, head_dim, causal, heads, deterministic):
     """One CTA per (key block, K/V head) walking the group's query heads (bwd_scheduler.cuh): FA3's
     rule for every gradient on odd lengths (Sq != Sk, off the tiles, one query row), dK/dV in the

@@ -4,6 +4,7 @@ without running the scripts, some of which need a GPU or arguments at import).""
 import ast
 import importlib
 import importlib.util
+import json
 import pathlib
 
 import pytest
@@ -62,3 +63,24 @@ def test_traced_builds_compile():
         cubin = cache.get(dataclasses.replace(spec, defines=spec.defines + (("FA3LITE_TRACE", "1"),))).cubin
         for table in (b"fa3lite_trace", b"fa3lite_waits"):
             assert table in cubin, (variant, table)
+
+
+def test_ab_summary_groups_by_each_tools_own_fields(tmp_path, capsys):
+    """tools/ab_summary.py: a cell is a row's scalar fields but tag and timings, whatever tool wrote it
+    (ab_time's scalar tflops, gqa_probe's and varlen_ab's lists); each tag's ratio to the first."""
+    spec = importlib.util.spec_from_file_location("ab_summary", ROOT / "tools" / "ab_summary.py")
+    summary = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(summary)
+    rows = [{"tag": "before", "d": 64, "hk": 8, "ms": [2.0, 2.0], "tflops": [100.0, 110.0]},
+            {"tag": "after", "d": 64, "hk": 8, "ms": [1.0, 1.0], "tflops": [210.0, 210.0]},
+            {"tag": "before", "d": 64, "hk": 32, "ms": [1.0], "tflops": [300.0]},
+            {"tag": "after", "d": 64, "hk": 32, "ms": [1.0], "tflops": [150.0]},
+            {"tag": "before", "mode": "bwd", "S": 1024, "tflops": 50.0}]
+    path = tmp_path / "ab.jsonl"
+    path.write_text("not json\n" + "\n".join(json.dumps(r) for r in rows) + "\n")
+    summary.main(str(path), ["before", "after"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    assert any(line.startswith("d=64 hk=8:") and "after   210.0 (2.000)" in line for line in lines)
+    assert any(line.startswith("d=64 hk=32:") and "after   150.0 (0.500)" in line for line in lines)
+    assert any(line.startswith("mode=bwd S=1024:") and "before    50.0 (1.000)" in line for line in lines)

@@ -149,7 +149,7 @@ def test_value_head_dim_128_beside_192():
 @pytest.mark.parametrize("deterministic", [False, True], ids=["default", "det"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("hq,hk", [(8, 2), (4, 1)], ids=["gqa", "mqa"])
-@pytest.mark.parametrize("d", [96, 128, 256])   # BwdVariant.groupable_heads
+@pytest.mark.parametrize("d", [64, 96, 128, 256])   # BwdVariant.groupable_heads
 def test_grouped_heads_backward(monkeypatch, d, hq, hk, causal, deterministic):
     """GQA with one CTA per (key block, K/V head) summing the group's dK/dV (bwd_scheduler.cuh), forced
     at these small shapes: every gradient by FA3's rule, rows no sequence owns zero, lengths 0 and 1,

@@ -1,9 +1,19 @@
-"""Median TFLOP/s per (mode, d, mask, S) and tag from tools/ab_time.py's JSON lines, each tag's
-ratio to the first one's.  Usage: python3 tools/ab_summary.py ab.jsonl tag0 tag1 ..."""
+"""Median TFLOP/s per cell and tag from the A/B tools' JSON lines (tools/ab_time.py, varlen_ab.py,
+gqa_probe.py), each tag's ratio to the first one's. A cell is a row's own scalar fields but the tag and
+the timings ("ms", "tflops"), so every tool's rows group by what they carry.
+    python3 tools/ab_summary.py ab.jsonl tag0 tag1 ..."""
 import collections
 import json
 import statistics
 import sys
+
+TIMINGS = ("ms", "tflops")
+
+
+def cell_of(row: dict) -> tuple:
+    """(field, value) pairs naming a row's cell: its scalar fields but the tag and the timings."""
+    return tuple((k, v) for k, v in row.items()
+                 if k != "tag" and k not in TIMINGS and not isinstance(v, (list, dict)))
 
 
 def main(path: str, tags: list[str]) -> None:
@@ -11,15 +21,15 @@ def main(path: str, tags: list[str]) -> None:
     for line in open(path):
         if line.startswith("{"):
             r = json.loads(line)
-            runs[(r["mode"], r["d"], r["causal"], r["S"], r["tag"])].append(r["tflops"])
-    cells = sorted({k[:4] for k in runs})
-    print(f"{'mode':5} {'d':>4} {'mask':6} {'S':>6} " + " ".join(f"{t:>14}" for t in tags) + "   runs")
-    for mode, d, causal, s in cells:
-        med = [statistics.median(runs[(mode, d, causal, s, t)]) if runs.get((mode, d, causal, s, t)) else float("nan")
-               for t in tags]
-        cols = " ".join(f"{m:7.1f} ({m / med[0]:.3f})" for m in med)
-        raw = " | ".join(" ".join(f"{x:.0f}" for x in runs.get((mode, d, causal, s, t), [])) for t in tags)
-        print(f"{mode:5} {d:4d} {'causal' if causal else 'full':6} {s:6d} {cols}   {raw}")
+            t = r["tflops"]
+            runs[(cell_of(r), r["tag"])].extend(t if isinstance(t, list) else [t])
+    cells = sorted({c for c, _ in runs})
+    for c in cells:
+        med = [statistics.median(runs[(c, t)]) if runs.get((c, t)) else float("nan") for t in tags]
+        name = " ".join(f"{k}={v}" for k, v in c)
+        cols = " ".join(f"{t} {m:7.1f} ({m / med[0]:.3f})" for t, m in zip(tags, med))
+        raw = " | ".join(" ".join(f"{x:.0f}" for x in runs.get((c, t), [])) for t in tags)
+        print(f"{name}: {cols}   [{raw}]")
 
 
 if __name__ == "__main__":

@@ -37,13 +37,18 @@ constexpr bool kWide = kHeadDim > 128;
 // ascending order, whatever gradients they compute (dQ alone adds in the same order as with dK/dV).
 // Host mirror: BwdVariant.rotatable_turns.
 constexpr bool kRotatableTurns = !kIsCausal && !(kSoftcap && kHeadDim == 64);
-// GQA may walk a K/V head's whole query-head group in one CTA (bwd_scheduler.cuh cta_heads): only
-// to sum dK/dV (16-bit, not kDkvF32), at kernel head dim 128 (D = 96, 128) and unpadded 256. Not at
-// D = 64: there the runtime head walk cost the MHA backward 2.5-6% (RESULTS section 38, gqa_round6;
-// grouped GQA itself ran 1.01-1.52x the f32 form). Not at D = 192 (padded in 256): its causal
-// variants spilled 4 bytes with the walk. Host mirror: BwdVariant.groupable_heads.
-constexpr bool kGroupableHeads =
-    kNeedDkv && !kDkvF32 && (kHeadDim == 128 || (kHeadDim == 256 && !kPaddedQK && !kPaddedV));
+// A CTA may walk a runtime count of query heads (bwd_scheduler.cuh cta_heads): GQA's whole group of
+// one K/V head, summing their dK/dV in registers. A variant of its own, so that MHA kernels keep a
+// compile-time head count of 1 where that is faster: at D = 64 the runtime count cost the MHA
+// backward 2.5-6% (RESULTS section 38, gqa_round6). The host compiles the walk into every unpadded
+// D = 256 variant with dK/dV all the same: there the MHA kernel with the compile-time count ran 2-3%
+// slower (section 39; the code differs only in the head loops). Only to sum 16-bit dK/dV (not
+// kDkvF32); not at D = 64 with softcap, nor at D = 192 (padded in 256): the walk spilled 4 bytes
+// there. Host mirrors: BwdVariant.walk_heads, groupable_heads.
+constexpr bool kWalkHeads = FA3LITE_WALK_HEADS != 0;
+static_assert(!kWalkHeads || (kNeedDkv && !kDkvF32 && !(kHeadDim == 64 && kSoftcap) &&
+                                 !(kHeadDim == 256 && (kPaddedQK || kPaddedV))),
+              "walking heads: 16-bit dK/dV, not D = 64 with softcap, not padded in 256");
 
 // Query rows per step: the N of S^T = K Q^T, the K of dV += P^T dO. The host picks it per head dim
 // (BwdVariant.block_m): 128 at D = 64, where S^T and dP^T of 128 queries still fit next to dK/dV (32

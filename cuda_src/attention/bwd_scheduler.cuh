@@ -1,5 +1,5 @@
 // Backward tile scheduler: one CTA per (key block, query head, batch), flattened into blockIdx.x
-// so grid y/z limits never apply. GQA with p.cta_heads = the group (kGroupableHeads variants, where
+// so grid y/z limits never apply. GQA with p.cta_heads = the group (kWalkHeads variants, where
 // the grid stays large enough: bwd.py grouped_heads): one CTA per (key block, K/V head, batch), which
 // walks every query head of the group in turn and sums their dK/dV in registers -- no f32 dK/dV per
 // query head for the host to sum (that traffic cost GQA's backward 5-33%, RESULTS section 38). A
@@ -91,9 +91,9 @@ __device__ __forceinline__ int query_block(const BwdTile& t, int v) {
   return m < t.m_end ? m : m - t.m_end;
 }
 
-// Query heads tile t walks: t.heads where the variant may group them (kGroupableHeads), else known
-// to be 1, so the loops stay those of one head.
-__device__ __forceinline__ int tile_heads(const BwdTile& t) { return kGroupableHeads ? t.heads : 1; }
+// Query heads tile t walks: t.heads in a walking variant (kWalkHeads), else known to be 1, so the
+// loops stay those of one head.
+__device__ __forceinline__ int tile_heads(const BwdTile& t) { return kWalkHeads ? t.heads : 1; }
 
 // With a causal mask, query block m sees key block n iff its last row i = 64m + 63 has
 // 128n <= i + offset, i.e. m >= floor((128n - offset) / 64). That bound grows with n, so the key

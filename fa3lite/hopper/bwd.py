@@ -32,7 +32,7 @@ need_dq / need_dkv pick a compiled variant (BwdVariant) that computes only those
 dq there is no accumulator, no turn counters, no postprocess and no dQ work in the main kernel;
 without dk/dv no dk/dv buffers (and no GQA f32 buffers or sum) and no dV/dK work in the kernel.
 With GQA/MQA one CTA per (key block, K/V head) walks the group's query heads and sums their dK/dV in
-registers (cta_heads; bwd_scheduler.cuh), where that leaves at least GROUPED_MIN_CTAS_PER_SM CTAs an
+registers (cta_heads; bwd_scheduler.cuh; BwdVariant.walk_heads), where that leaves at least GROUPED_MIN_CTAS_PER_SM CTAs an
 SM; otherwise each CTA keeps one query head and the main kernel writes dK/dV per query head in f32
 (B, Sk, Hq, D), summed here over the query heads of each K/V head (a fixed-order torch reduction, so
 deterministic too). Varlen (hopper/varlen.py) chooses the same way.
@@ -117,6 +117,7 @@ class BwdVariant:
     varlen: bool = False
     head_dim_v: int | None = None   # V's head dim (None: head_dim), a pair of variants.HEAD_DIM_PAIRS
     short_ring: bool = False        # two Q/dO stages where three would apply (stages); False where they do not
+    walk_heads: bool = False        # a CTA walks cta_heads query heads, GQA's group (head_walk); always at 256
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -128,7 +129,13 @@ class BwdVariant:
             raise ValueError("a backward variant must compute dq or dk/dv (need_dq or need_dkv)")
         if self.dkv_f32 and not self.need_dkv:
             raise ValueError("dkv_f32 (f32 dk/dv per query head) needs need_dkv")
+        if self.walk_heads and not self.groupable_heads:
+            raise ValueError(f"walk_heads needs a groupable variant (16-bit dk/dv; not D = 64 with softcap "
+                             f"nor padded in 256), got {self}")
         object.__setattr__(self, "short_ring", self.short_ring and self._deep_ring_fits)
+        # Unpadded D = 256 with dK/dV always walks (one head for MHA): its MHA backward ran 2-3% slower
+        # with the compile-time count of 1 (RESULTS section 39, round1/round2).
+        object.__setattr__(self, "walk_heads", self.walk_heads or (self.groupable_heads and self.kernel_dim == 256))
 
     @property
     def kernel_dim(self) -> int:
@@ -143,11 +150,11 @@ class BwdVariant:
 
     @property
     def groupable_heads(self) -> bool:
-        """Mirror of kGroupableHeads (bwd_config.cuh): GQA may sum a K/V head's group in one CTA
-        (16-bit dK/dV; kernel head dim 128, or 256 unpadded: not at D = 64, where the head walk slowed
-        the MHA backward, nor at 192, whose causal variants spilled with it)."""
-        kernel_256 = self.head_dim == self.head_dim_v == 256
-        return self.need_dkv and not self.dkv_f32 and (self.kernel_dim == 128 or kernel_256)
+        """Whether the variant may take walk_heads (bwd_config.cuh kWalkHeads' static_assert):
+        16-bit dK/dV, not D = 64 with softcap and not padded in 256 (D = 192; its walk spilled)."""
+        padded_256 = self.kernel_dim == 256 and not self.head_dim == self.head_dim_v == 256
+        return (self.need_dkv and not self.dkv_f32 and not (self.kernel_dim == 64 and self.softcap)
+                and not padded_256)
 
     @property
     def wide(self) -> bool:
@@ -228,6 +235,7 @@ class BwdVariant:
                 ("FA3LITE_SOFTCAP", "1" if self.softcap else "0"),
                 ("FA3LITE_VARLEN", "1" if self.varlen else "0"),
                 ("FA3LITE_DKV_F32", "1" if self.dkv_f32 else "0"),
+                ("FA3LITE_WALK_HEADS", "1" if self.walk_heads else "0"),
                 ("FA3LITE_NEED_DQ", "1" if self.need_dq else "0"),
                 ("FA3LITE_NEED_DKV", "1" if self.need_dkv else "0"),
                 ("FA3LITE_BWD_STAGES", str(self.stages)),
@@ -264,9 +272,12 @@ def all_bwd_variants() -> list[BwdVariant]:
     # unequal head dims (variants.HEAD_DIM_PAIRS), every gradient, fixed and varlen, without softcap
     unequal = [BwdVariant(d, t, c, f, head_dim_v=dv, varlen=vl) for d, dv in HEAD_DIM_PAIRS if d != dv
                for t in DTYPES for c in (False, True) for f in (False, True) for vl in (False, True)]
+    # GQA's grouped twins (head_walk) of every variant that may take them
+    grouped = [dataclasses.replace(v, walk_heads=True) for v in fixed + varlen + unequal
+               if v.groupable_heads and not v.walk_heads]
     # banded masks over few query blocks take the two-stage ring where a variant has three
-    short = [dataclasses.replace(v, short_ring=True) for v in fixed + varlen if v.causal and v.stages == 3]
-    return fixed + varlen + unequal + short
+    short = [dataclasses.replace(v, short_ring=True) for v in fixed + varlen + grouped if v.causal and v.stages == 3]
+    return fixed + varlen + unequal + grouped + short
 
 
 def for_query_length(variant: BwdVariant, max_seqlen_q: int) -> BwdVariant:
@@ -405,13 +416,13 @@ def grouped_heads(ctas: int, device_index: int) -> bool:
 def head_walk(variant: BwdVariant, heads_q: int, heads_kv: int, batch: int, n_blocks: int,
               device_index: int) -> tuple[BwdVariant, int]:
     """(variant, cta_heads) of a backward with dK/dV: with GQA, a CTA walks its K/V head's group and
-    sums dK/dV in registers (cta_heads = Hq / Hk) where the variant allows it and the grid stays large
-    (grouped_heads), else it keeps one query head and the variant writes f32 dK/dV per query head
+    sums dK/dV in registers (cta_heads = Hq / Hk; the variant's walk_heads twin) where the variant
+    allows it and the grid stays large (grouped_heads), else it keeps one query head and the variant writes f32 dK/dV per query head
     (dkv_f32), which the plan sums over the group. The fixed-length and varlen plans both ask here."""
     if heads_q == heads_kv or not variant.need_dkv:
         return variant, 1
     if variant.groupable_heads and grouped_heads(n_blocks * heads_kv * batch, device_index):
-        return variant, heads_q // heads_kv
+        return dataclasses.replace(variant, walk_heads=True), heads_q // heads_kv
     return dataclasses.replace(variant, dkv_f32=True), 1
 
 
