@@ -388,6 +388,8 @@ def test_head_walk(monkeypatch):
     assert hopper_bwd.head_walk(v128, 16, 4, 4, 32, 0) == (dataclasses.replace(v128, walk_heads=True), 4)
     small, heads = hopper_bwd.head_walk(v128, 16, 2, 16, 8, 0)                       # 256 CTAs
     assert heads == 1 and small.dkv_f32
+    small, heads = hopper_bwd.head_walk(v256, 8, 2, 2, 16, 0)    # D = 256 walks but for its f32 form
+    assert heads == 1 and small.dkv_f32 and not small.walk_heads
     narrow, heads = hopper_bwd.head_walk(V(64, "bf16", False), 32, 8, 4, 32, 0)
     assert heads == 4 and narrow.walk_heads
     capped, heads = hopper_bwd.head_walk(V(64, "bf16", False, softcap=True), 32, 8, 4, 32, 0)   # not groupable

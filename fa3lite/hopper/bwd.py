@@ -423,7 +423,7 @@ def head_walk(variant: BwdVariant, heads_q: int, heads_kv: int, batch: int, n_bl
         return variant, 1
     if variant.groupable_heads and grouped_heads(n_blocks * heads_kv * batch, device_index):
         return dataclasses.replace(variant, walk_heads=True), heads_q // heads_kv
-    return dataclasses.replace(variant, dkv_f32=True), 1
+    return dataclasses.replace(variant, dkv_f32=True, walk_heads=False), 1   # D = 256 walks unless f32
 
 
 def _ptr(t) -> int:
