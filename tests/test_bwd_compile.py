@@ -298,6 +298,8 @@ def test_lpt_heads_fit_half_of_l2(monkeypatch, seqlen, head_dim, heads, expected
     got = hopper_bwd.lpt_heads(q, q, heads)
     assert got == expected
     assert got & (got - 1) == 0
+    # the varlen plan sizes the groups from the longest sequence's rows alone
+    assert hopper_bwd.lpt_pairs(seqlen, head_dim, head_dim, 2, heads, "meta") == expected
 
 
 @pytest.mark.parametrize("bytes_per_head, heads, expected", [

@@ -189,7 +189,9 @@ __device__ __forceinline__ void bwd_dq_writer_loop(const BwdParams& p, const Bwd
     }
     // The consumers may store a later tile while the adds complete: they need not wait for the
     // round trip to global memory, only the next key block does. Warpgroup 0's part was read first.
-    // another visit of the tile comes to this buffer (in this head or a later one)
+    // another visit of the tile comes to this buffer (in this head or a later one). The general
+    // form (the visits left over all heads) gives the same answer at one buffer; the one-buffer form
+    // stays because it kept D = 64 softcap's writer (24 registers) from spilling.
     const bool again = kDqBuffers == 1 ? left > 0 || v + 1 < t.m_end
                                        : v + kDqBuffers < t.m_end + left * (t.m_end - visit_first(t));
     if (leader) tma::wait_group_read<1>();

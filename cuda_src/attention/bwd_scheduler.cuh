@@ -5,10 +5,12 @@
 // query head for the host to sum (that traffic cost GQA's backward 5-33%, RESULTS section 38). A
 // tile's visits are then its query blocks for its first head, the same blocks for the next, ...
 // Key blocks of one head (pair) are adjacent (key block fastest), so co-resident CTAs share the
-// head's Q/dO in L2 -- except with p.lpt_heads (causal masks, not deterministic): key block n sees the query blocks from about n on, so block 0 works longest, and
-// launched head by head the last wave would hold long CTAs that run on alone while the other SMs
-// idle. Within groups of lpt_heads heads (their Q, dO and dQ rows fit in L2 together; the host
-// sizes the group) every head's block 0 goes first, then every block 1, ...: the last CTAs are short.
+// head's Q/dO in L2 -- except with p.lpt_heads (causal masks, not deterministic): key block n sees
+// the query blocks from about n on, so block 0 works longest, and launched head by head the last
+// wave would hold long CTAs that run on alone while the other SMs idle. Within groups of lpt_heads
+// heads (their Q, dO and dQ rows fit in L2 together; the host sizes the group) every head's block 0
+// goes first, then every block 1, ...: the last CTAs are short. Varlen takes the same order over its
+// (head, sequence) pairs: by block index, so not strictly longest first where lengths differ.
 //
 // Deterministic mode adds each query block's dQ tiles in a fixed key-block order (dq_turn), and a
 // key block only ever waits for blocks launched before it (so for blocks that are resident or done:

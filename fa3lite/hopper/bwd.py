@@ -25,7 +25,7 @@ Up to three launches on torch's current stream:
      the turn keeper zeroed) where stores_first says so: deterministic calls, and narrow ones but
      D = 64 with softcap (two partial tiles per block).
      Causal CTAs are launched longest first within groups of heads sized to L2 (lpt_heads,
-     bwd_scheduler.cuh).
+     bwd_scheduler.cuh); varlen too, by key block index, with groups sized from the longest sequence.
   3. postprocess (bwd_postprocess.cu): dq = softmax_scale * accumulator in (B, Sq, Hq, D) (zeros for a
      block no key block visited).
 need_dq / need_dkv pick a compiled variant (BwdVariant) that computes only those gradients: without
@@ -397,8 +397,13 @@ def lpt_heads(q: torch.Tensor, v: torch.Tensor, heads: int) -> int:
     hit in L2 while every head's longest block goes first. Grouped GQA CTAs (cta_heads) count as one
     head each too: they walk their heads one after another, and groups sized to all of a pair's heads
     (one pair at 4k) or to every pair were 1-13% and 3-73% slower at d=128 (RESULTS section 38)."""
-    seqlen, d, dv = q.shape[1], q.shape[3], v.shape[3]
-    return lpt_group(seqlen * (d * q.element_size() + dv * q.element_size() + d * 4), heads, q.device)
+    return lpt_pairs(q.shape[1], q.shape[3], v.shape[3], q.element_size(), heads, q.device)
+
+
+def lpt_pairs(seqlen: int, d: int, dv: int, elem_bytes: int, pairs: int, device) -> int:
+    """lpt_heads from sizes: ``pairs`` (query head, batch) slots of ``seqlen`` rows (varlen: the longest
+    sequence's, an upper bound), Q and dO rows of d / dv elements and f32 dQ rows."""
+    return lpt_group(seqlen * (d * elem_bytes + dv * elem_bytes + d * 4), pairs, device)
 
 
 # GQA: one CTA sums its K/V head's whole group (bwd_scheduler.cuh) where that still leaves this many

@@ -360,7 +360,9 @@ class _VarlenBwdPlan:
             num_n_blocks=n_blocks,
             causal_offset=causal_offset, local_offset=local_offset,
             deterministic=bwd.turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
-            lpt_heads=0, dq_claims=int(bwd.dq_claims(variant, deterministic)),
+            lpt_heads=bwd.lpt_pairs(max_seqlen_q, D, Dv, es, self.ctas // n_blocks, q.device)
+            if banded and not deterministic else 0,
+            dq_claims=int(bwd.dq_claims(variant, deterministic)),
             rotated_walk=int(bwd.rotated_walk(variant, deterministic, m_blocks)), softmax_scale=softmax_scale,
             **score_scales(softmax_scale, softcap))
         self.post_grid = bwd.post_grid(batch * Hq * m_blocks)
