@@ -41,8 +41,8 @@ constexpr bool kRotatableTurns = !kIsCausal && !(kSoftcap && kHeadDim == 64);
 // one K/V head, summing their dK/dV in registers. A variant of its own, so that MHA kernels keep a
 // compile-time head count of 1 where that is faster: at D = 64 the runtime count cost the MHA
 // backward 2.5-6% (RESULTS section 38, gqa_round6). The host compiles the walk into every unpadded
-// D = 256 variant with dK/dV all the same: there the MHA kernel with the compile-time count ran 2-3%
-// slower (section 39; the code differs only in the head loops). Only to sum 16-bit dK/dV (not
+// D = 256 variant with 16-bit dK/dV, MHA too: there the MHA kernel with the compile-time count ran
+// 2-3% slower (section 39; the code differs only in the head loops). Only to sum 16-bit dK/dV (not
 // kDkvF32); not at D = 64 with softcap, nor at D = 192 (padded in 256): the walk spilled 4 bytes
 // there. Host mirrors: BwdVariant.walk_heads, groupable_heads.
 constexpr bool kWalkHeads = FA3LITE_WALK_HEADS != 0;

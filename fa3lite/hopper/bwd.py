@@ -32,10 +32,11 @@ need_dq / need_dkv pick a compiled variant (BwdVariant) that computes only those
 dq there is no accumulator, no turn counters, no postprocess and no dQ work in the main kernel;
 without dk/dv no dk/dv buffers (and no GQA f32 buffers or sum) and no dV/dK work in the kernel.
 With GQA/MQA one CTA per (key block, K/V head) walks the group's query heads and sums their dK/dV in
-registers (cta_heads; bwd_scheduler.cuh; BwdVariant.walk_heads), where that leaves at least GROUPED_MIN_CTAS_PER_SM CTAs an
-SM; otherwise each CTA keeps one query head and the main kernel writes dK/dV per query head in f32
-(B, Sk, Hq, D), summed here over the query heads of each K/V head (a fixed-order torch reduction, so
-deterministic too). Varlen (hopper/varlen.py) chooses the same way.
+registers (cta_heads; bwd_scheduler.cuh; a kernel variant of its own, BwdVariant.walk_heads), where
+that leaves at least GROUPED_MIN_CTAS_PER_SM CTAs an SM; otherwise each CTA keeps one query head and
+the main kernel writes dK/dV per query head in f32 (B, Sk, Hq, D), summed here over the query heads
+of each K/V head (a fixed-order torch reduction, so deterministic too). Varlen (hopper/varlen.py)
+chooses the same way.
 deterministic=True adds each query block's dQ tiles in a fixed order of key blocks (a turn counter
 per query block; the order per mask in cuda_src/attention/bwd_scheduler.cuh, turn_order here), so
 repeated runs give bitwise-equal dq (it has no effect without need_dq); dk/dv are always
@@ -422,8 +423,8 @@ def head_walk(variant: BwdVariant, heads_q: int, heads_kv: int, batch: int, n_bl
               device_index: int) -> tuple[BwdVariant, int]:
     """(variant, cta_heads) of a backward with dK/dV: with GQA, a CTA walks its K/V head's group and
     sums dK/dV in registers (cta_heads = Hq / Hk; the variant's walk_heads twin) where the variant
-    allows it and the grid stays large (grouped_heads), else it keeps one query head and the variant writes f32 dK/dV per query head
-    (dkv_f32), which the plan sums over the group. The fixed-length and varlen plans both ask here."""
+    allows it and the grid stays large (grouped_heads), else it keeps one query head and the variant
+    writes f32 dK/dV per query head (dkv_f32), which the plan sums over the group. The fixed-length and varlen plans both ask here."""
     if heads_q == heads_kv or not variant.need_dkv:
         return variant, 1
     if variant.groupable_heads and grouped_heads(n_blocks * heads_kv * batch, device_index):
