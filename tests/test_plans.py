@@ -29,6 +29,7 @@ def stub_kernels(monkeypatch):
         launch.Loaded(i, 0, name) for i, name in enumerate(("pre", "main", "post"))))
     monkeypatch.setattr(bwd.tma, "MapMaker", Maker)
     monkeypatch.setattr(bwd, "device_index", lambda t: 0)
+    monkeypatch.setattr(bwd, "sm_count", lambda dev: 132)     # GQA's head walk sizes the grid by it
     monkeypatch.setattr(bwd, "on_device", lambda dev: contextlib.nullcontext())
     monkeypatch.setattr(bwd.cdriver, "stream", lambda handle: handle)
     monkeypatch.setattr(bwd.launch, "stream_handle", lambda dev: 0)
@@ -36,14 +37,18 @@ def stub_kernels(monkeypatch):
     return launched
 
 
-@pytest.mark.parametrize("hk", [3, 1])   # MHA; GQA (dK/dV summed over the group after the kernel)
-def test_a_backward_plan_reads_only_addresses_dtype_and_device(stub_kernels, hk):
+# MHA; GQA with dK/dV summed over the group after the kernel (a grid this small) or in it (the head walk)
+@pytest.mark.parametrize("hk,walk", [(3, False), (1, False), (1, True)], ids=["mha", "gqa-f32", "gqa-walk"])
+def test_a_backward_plan_reads_only_addresses_dtype_and_device(stub_kernels, monkeypatch, hk, walk):
+    if walk:
+        monkeypatch.setattr(bwd, "GROUPED_MIN_CTAS_PER_SM", 0)
     B, S, H, D = 2, 40, 3, 64
     q, dout, out = (torch.randn(B, H, S, D, dtype=torch.bfloat16).transpose(1, 2) for _ in range(3))
     k, v = (torch.randn(B, hk, S, D, dtype=torch.bfloat16).transpose(1, 2) for _ in range(2))
     lse = torch.randn(B, H, S)
     plan = bwd._BwdPlan(dout, q, k, v, out, lse, 0.125, common.band(False, 0, None), False, True, True, 0.0, False)
     assert not plan.any_copy
+    assert plan.dkv_f32 == (hk != H and not walk)
     flash = plan(dout, q, k, v, out, lse)
     torch_layout = plan(*(t.transpose(1, 2) for t in (dout, q, k, v, out)), lse, None, True)   # SDPA's tensors
     assert [tuple(g.shape) for g in flash] == [(B, S, H, D)] + [(B, S, hk, D)] * 2
