@@ -369,12 +369,12 @@ def test_grouped_heads_variants():
     assert ("FA3LITE_WALK_HEADS", "1") in walking.spec().defines
     assert ("FA3LITE_WALK_HEADS", "0") in V(128, "bf16", True).spec().defines
     # unpadded D = 256 walks always (its MHA backward ran faster so), D = 192 (padded) never
-    assert V(256, "bf16", False).walk_heads and ("FA3LITE_WALK_HEADS", "1") in V(256, "bf16", False).spec().defines
-    assert not V(256, "bf16", False, dkv_f32=True).walk_heads and not V(256, "bf16", False, need_dkv=False).walk_heads
-    assert not V(192, "bf16", False).walk_heads
+    assert V(256, "bf16", False).walks_heads and ("FA3LITE_WALK_HEADS", "1") in V(256, "bf16", False).spec().defines
+    assert not V(256, "bf16", False, dkv_f32=True).walks_heads and not V(256, "bf16", False, need_dkv=False).walks_heads
+    assert not V(192, "bf16", False).walks_heads
     variants = hopper_bwd.all_bwd_variants()
-    assert {dataclasses.replace(v, walk_heads=False) for v in variants if v.walk_heads and v.kernel_dim < 256} == {
-        v for v in variants if v.groupable_heads and not v.walk_heads}
+    assert {dataclasses.replace(v, walk_heads=False) for v in variants if v.walk_heads} == {
+        v for v in variants if v.groupable_heads and not v.walks_heads}
 
 
 def test_head_walk(monkeypatch):
@@ -385,13 +385,13 @@ def test_head_walk(monkeypatch):
     v128 = V(128, "bf16", True)
     assert hopper_bwd.head_walk(v128, 16, 16, 4, 32, 0) == (v128, 1)
     v256 = V(256, "bf16", False)                                                 # walks one head (MHA)
-    assert hopper_bwd.head_walk(v256, 8, 8, 4, 32, 0) == (v256, 1) and v256.walk_heads
+    assert hopper_bwd.head_walk(v256, 8, 8, 4, 32, 0) == (v256, 1) and v256.walks_heads
     assert hopper_bwd.head_walk(V(128, "bf16", True, need_dkv=False), 16, 4, 4, 32, 0)[1] == 1
     assert hopper_bwd.head_walk(v128, 16, 4, 4, 32, 0) == (dataclasses.replace(v128, walk_heads=True), 4)
     small, heads = hopper_bwd.head_walk(v128, 16, 2, 16, 8, 0)                       # 256 CTAs
     assert heads == 1 and small.dkv_f32
     small, heads = hopper_bwd.head_walk(v256, 8, 2, 2, 16, 0)    # D = 256 walks but for its f32 form
-    assert heads == 1 and small.dkv_f32 and not small.walk_heads
+    assert heads == 1 and small.dkv_f32 and not small.walks_heads
     narrow, heads = hopper_bwd.head_walk(V(64, "bf16", False), 32, 8, 4, 32, 0)
     assert heads == 4 and narrow.walk_heads
     capped, heads = hopper_bwd.head_walk(V(64, "bf16", False, softcap=True), 32, 8, 4, 32, 0)   # not groupable

@@ -44,7 +44,7 @@ constexpr bool kRotatableTurns = !kIsCausal && !(kSoftcap && kHeadDim == 64);
 // D = 256 variant with 16-bit dK/dV, MHA too: there the MHA kernel with the compile-time count ran
 // 2-3% slower (section 39; the code differs only in the head loops). Only to sum 16-bit dK/dV (not
 // kDkvF32); not at D = 64 with softcap, nor at D = 192 (padded in 256): the walk spilled 4 bytes
-// there. Host mirrors: BwdVariant.walk_heads, groupable_heads.
+// there. Host mirrors: BwdVariant.walks_heads, groupable_heads.
 constexpr bool kWalkHeads = FA3LITE_WALK_HEADS != 0;
 static_assert(!kWalkHeads || (kNeedDkv && !kDkvF32 && !(kHeadDim == 64 && kSoftcap) &&
                                  !(kHeadDim == 256 && (kPaddedQK || kPaddedV))),

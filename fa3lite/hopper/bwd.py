@@ -118,7 +118,7 @@ class BwdVariant:
     varlen: bool = False
     head_dim_v: int | None = None   # V's head dim (None: head_dim), a pair of variants.HEAD_DIM_PAIRS
     short_ring: bool = False        # two Q/dO stages where three would apply (stages); False where they do not
-    walk_heads: bool = False        # a CTA walks cta_heads query heads, GQA's group (head_walk); always at 256
+    walk_heads: bool = False        # a CTA walks cta_heads query heads, GQA's group (head_walk; walks_heads)
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -134,9 +134,13 @@ class BwdVariant:
             raise ValueError(f"walk_heads needs a groupable variant (16-bit dk/dv; not D = 64 with softcap "
                              f"nor padded in 256), got {self}")
         object.__setattr__(self, "short_ring", self.short_ring and self._deep_ring_fits)
-        # Unpadded D = 256 with dK/dV always walks (one head for MHA): its MHA backward ran 2-3% slower
-        # with the compile-time count of 1 (RESULTS section 39, round1/round2).
-        object.__setattr__(self, "walk_heads", self.walk_heads or (self.groupable_heads and self.kernel_dim == 256))
+
+    @property
+    def walks_heads(self) -> bool:
+        """Whether the kernel compiles the head walk (bwd_config.cuh kWalkHeads): walk_heads, and every
+        unpadded D = 256 variant that may walk, MHA too (one head): its MHA backward ran 2-3% slower
+        with the compile-time count of 1 (RESULTS section 39, round1/round2)."""
+        return self.walk_heads or (self.groupable_heads and self.kernel_dim == 256)
 
     @property
     def kernel_dim(self) -> int:
@@ -236,7 +240,7 @@ class BwdVariant:
                 ("FA3LITE_SOFTCAP", "1" if self.softcap else "0"),
                 ("FA3LITE_VARLEN", "1" if self.varlen else "0"),
                 ("FA3LITE_DKV_F32", "1" if self.dkv_f32 else "0"),
-                ("FA3LITE_WALK_HEADS", "1" if self.walk_heads else "0"),
+                ("FA3LITE_WALK_HEADS", "1" if self.walks_heads else "0"),
                 ("FA3LITE_NEED_DQ", "1" if self.need_dq else "0"),
                 ("FA3LITE_NEED_DKV", "1" if self.need_dkv else "0"),
                 ("FA3LITE_BWD_STAGES", str(self.stages)),
@@ -275,7 +279,7 @@ def all_bwd_variants() -> list[BwdVariant]:
                for t in DTYPES for c in (False, True) for f in (False, True) for vl in (False, True)]
     # GQA's grouped twins (head_walk) of every variant that may take them
     grouped = [dataclasses.replace(v, walk_heads=True) for v in fixed + varlen + unequal
-               if v.groupable_heads and not v.walk_heads]
+               if v.groupable_heads and not v.walks_heads]
     # banded masks over few query blocks take the two-stage ring where a variant has three
     short = [dataclasses.replace(v, short_ring=True) for v in fixed + varlen + grouped if v.causal and v.stages == 3]
     return fixed + varlen + unequal + grouped + short
@@ -429,7 +433,7 @@ def head_walk(variant: BwdVariant, heads_q: int, heads_kv: int, batch: int, n_bl
         return variant, 1
     if variant.groupable_heads and grouped_heads(n_blocks * heads_kv * batch, device_index):
         return dataclasses.replace(variant, walk_heads=True), heads_q // heads_kv
-    return dataclasses.replace(variant, dkv_f32=True, walk_heads=False), 1   # D = 256 walks unless f32
+    return dataclasses.replace(variant, dkv_f32=True), 1
 
 
 def _ptr(t) -> int:
