@@ -14,6 +14,7 @@ import json
 import torch
 
 from fa3lite import flash_attn_func
+from fa3lite.bench.flops import attention_flops
 from fa3lite.hopper import bwd, common
 from varlen_ab import back_to_back_ms   # tools/ is this script's directory
 
@@ -58,7 +59,7 @@ def main():
                     dout = torch.randn_like(out)
                     call = lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)  # noqa: E731
                     ms = back_to_back_ms(call, args.repeats, args.reps)
-                    flops = 4 * b * hq * s * s * d * 2.5 / (2 if causal else 1)
+                    flops = attention_flops(b, hq, s, s, d, causal, "bwd")
                     print(json.dumps({"tag": args.tag, "lpt": args.lpt, "d": d, "S": s, "causal": causal, "hq": hq,
                                       "hk": hk, "ms": [round(x, 4) for x in ms],
                                       "tflops": [round(flops / (x * 1e-3) / 1e12, 1) for x in ms]}), flush=True)
