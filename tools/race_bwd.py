@@ -3,12 +3,14 @@ D = 64 with 128-query steps, D = 128 narrow, D = 256 wide; both masks; default a
 an odd length so the last query block is partial; at D = 64 also a causal length past
 hopper.bwd.SHORT_RING_M_BLOCKS query blocks, which runs the three-stage ring); then GQA (8 query heads
 on 2 K/V heads) with the head walk forced at these small grids (hopper.bwd GROUPED_MIN_CTAS_PER_SM = 0:
-one CTA sums a K/V head's group). Checks every gradient is finite.
+one CTA sums a K/V head's group); then varlen batches with empty, one-row and odd sequences (the
+preprocess writes each sequence's tensor maps, the main kernel acquires them). Checks every gradient
+is finite.
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool racecheck python3 tools/race_bwd.py
 """
 import torch
 
-from fa3lite import flash_attn_func
+from fa3lite import flash_attn_func, flash_attn_varlen_func
 from fa3lite.hopper import bwd
 
 
@@ -23,6 +25,18 @@ def call(d, causal, seqlen, deterministic, heads_q=2, heads_kv=2):
           f"{'ok' if ok else 'NOT FINITE'}", flush=True)
 
 
+def call_varlen(d, causal, lengths, heads_q=4, heads_kv=2):
+    cu = torch.tensor((0,) + lengths, dtype=torch.int64).cumsum(0).to("cuda", torch.int32)
+    total = sum(lengths)
+    q, k, v = (torch.randn(total, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+               for h in (heads_q, heads_kv, heads_kv))
+    out = flash_attn_varlen_func(q, k, v, cu, cu, max(lengths), max(lengths), causal=causal, backend="fa3lite")
+    grads = torch.autograd.grad(out, (q, k, v), torch.randn_like(out))
+    ok = all(bool(torch.isfinite(g).all()) for g in grads)
+    print(f"varlen d={d} causal={causal} lengths={lengths} heads={heads_q}/{heads_kv}: "
+          f"{'ok' if ok else 'NOT FINITE'}", flush=True)
+
+
 def main():
     torch.manual_seed(0)
     shapes = [(d, causal, 300) for d in (64, 128, 256) for causal in (False, True)] + [(64, True, 1300)]
@@ -34,6 +48,9 @@ def main():
         for causal in (False, True):
             for deterministic in (False, True):
                 call(d, causal, 300, deterministic, heads_q=8, heads_kv=2)
+    for d in (64, 128, 256):
+        for causal in (False, True):
+            call_varlen(d, causal, (0, 1, 300, 129))
 
 
 if __name__ == "__main__":

@@ -150,12 +150,14 @@ template <int Buf, bool Claims>
 __device__ __forceinline__ void bwd_dq_writer_loop(const BwdParams& p, const BwdSmem& sm, const BwdTile& t) {
   const bool leader = threadIdx.x % 32 == 0;
   const bool deterministic = !Claims && p.deterministic;
-  // The tile's visits w = Buf, Buf + kDqBuffers, ... over all its heads (the walk of bwd_scheduler.cuh):
-  // v runs on past a head's last visit and is carried into the next head's (minus its visits); `left`
-  // counts the heads after this one.
-  int v = visit_first(t) + Buf;
-  for (int bh = first_pair(p, t), left = tile_heads(t) - 1; left >= 0; ++bh, --left, v -= t.m_end - visit_first(t))
-  for (; v < t.m_end; v += kDqBuffers) {
+  // The tile's visits w = Buf, Buf + kDqBuffers, ... over all its heads (the walk of bwd_scheduler.cuh),
+  // `total` of them: visit v of head pair bh, where v runs on past a head's last visit and is carried
+  // into the next head's (minus its visits).
+  const int visits = t.m_end - visit_first(t);
+  const int total = tile_heads(t) * visits;
+  int bh = first_pair(p, t), v = visit_first(t) + Buf;
+  for (int w = Buf; w < total; w += kDqBuffers, v += kDqBuffers) {
+    for (; v >= t.m_end; v -= visits) ++bh;
     const int m = query_block(t, v);
     float* const dst = p.dq_accum + dq_block(p, bh, m) * kDqBlockFloats;
     i32* const word = dq_turn_counter(p, bh, m, 0);   // the turn counter or claim word
@@ -189,11 +191,9 @@ __device__ __forceinline__ void bwd_dq_writer_loop(const BwdParams& p, const Bwd
     }
     // The consumers may store a later tile while the adds complete: they need not wait for the
     // round trip to global memory, only the next key block does. Warpgroup 0's part was read first.
-    // another visit of the tile comes to this buffer (in this head or a later one). The general
-    // form (the visits left over all heads) gives the same answer at one buffer; the one-buffer form
-    // stays because it kept D = 64 softcap's writer (24 registers) from spilling.
-    const bool again = kDqBuffers == 1 ? left > 0 || v + 1 < t.m_end
-                                       : v + kDqBuffers < t.m_end + left * (t.m_end - visit_first(t));
+    // The buffer is handed back only if another visit of the tile comes to it (in this head or a
+    // later one).
+    const bool again = w + kDqBuffers < total;
     if (leader) tma::wait_group_read<1>();
     __syncwarp();
     if (again) named_barrier::arrive(dq_empty_barrier(Buf, 0), kDqSyncThreads);

@@ -33,9 +33,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
       mbar::init(sm.empty(s), kConsumerThreads);
     }
     mbar::fence_init();
-    // kVarlen: the sequence's tensor maps, built here while the producer still has its registers
-    // (after setmaxnreg it has 24); the same thread issues every copy through them.
-    if (kVarlen && t.m_begin < t.m_end) make_seq_maps(p, t);
   }
   __syncthreads();
 

@@ -19,20 +19,13 @@ struct BwdParams {
   void* dk;               // (B, Sk, Hk, D) contiguous Element, or (B, Sk, Hq, D) f32 when kDkvF32 (GQA: per
                           // query head, summed by the host); kVarlen (total_k, ..., D)
   void* dv;
-  // kVarlen (as in the forward's params.cuh): packed sequences, per-CTA maps of the CTA's sequence
+  // kVarlen (as in the forward's params.cuh): packed sequences, maps of each sequence (q, k, v, dout
+  // tensors above unused)
   const i32* cu_seqlens_q;   // (B + 1,)
   const i32* cu_seqlens_k;
   const i32* seqused_q;      // (B,) or null
   const i32* seqused_k;
-  const char* q_base;
-  const char* k_base;
-  const char* v_base;
-  const char* dout_base;
-  TmaDesc* seq_maps;         // q, k, v, dout maps of each CTA's sequence (4 per CTA)
-  i64 q_row_bytes;
-  i64 k_row_bytes;
-  i64 v_row_bytes;
-  i64 dout_row_bytes;
+  const TmaDesc* seq_maps;   // (B, 4): q, k, v, dout maps of each sequence, built by the preprocess
   i32 seqlen_q;
   i32 seqlen_k;
   i32 num_heads_q;

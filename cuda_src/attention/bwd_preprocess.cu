@@ -17,8 +17,12 @@
 // kernel and the postprocess write every row a sequence uses (zeros where no key or query reaches
 // it), so dq, dk and dv come uninitialised instead of as three memsets of the packed tensors (~20 us
 // each at width 2048 and 16k tokens, 5% of a causal backward there).
+// Varlen: it also builds each sequence's q, k, v, dout tensor maps for the main kernel (write_seq_maps).
+// Built there per CTA, before the first load with nothing to overlap it, they cost every CTA about a
+// microsecond; here one thread per sequence builds them, and each main-kernel CTA only acquires them.
 #include "../ptx/math.cuh"
 #include "../ptx/types.cuh"
+#include "tile_io.cuh"
 
 using namespace fa3lite;
 
@@ -61,6 +65,14 @@ struct PreParams {
   i64 dq_row_bytes, dk_row_bytes, dv_row_bytes;   // multiples of 16
   i32 total_q, total_k;      // packed rows
   i32 num_seqs;              // B
+  // Varlen (else null / 0): the main kernel's tensor maps of each sequence, 4 per sequence, built
+  // from these templates (maps of the packed tensors) cut to the sequence's rows
+  TmaDesc* seq_maps;         // (B, 4): q, k, v, dout
+  const char* q_base;
+  const char* k_base;
+  const char* v_base;
+  i64 q_row_bytes, k_row_bytes, v_row_bytes;   // dout's: do_stride_s elements
+  TmaDesc q_map, k_map, v_map, dout_map;
 };
 
 static_assert(sizeof(PreParams) == FA3LITE_PARAMS_SIZE, "host and device disagree on the PreParams size");
@@ -125,6 +137,22 @@ __device__ __forceinline__ void zero_unowned_rows(const PreParams& p) {
   }
 }
 
+// Sequence b's four maps (bwd_scheduler.cuh seq_map reads them), when it has rows on both sides:
+// otherwise the main kernel loads nothing for it. One thread.
+__device__ __forceinline__ void write_seq_maps(const PreParams& p, int b, i64 q_start, int seqlen_q) {
+  const i64 k_start = p.cu_seqlens_k[b];
+  const int seqlen_k = p.seqused_k != nullptr ? p.seqused_k[b] : p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b];
+  if (seqlen_q <= 0 || seqlen_k <= 0) return;
+  const TmaDesc* const templates[4] = {&p.q_map, &p.k_map, &p.v_map, &p.dout_map};
+  const char* const dout = reinterpret_cast<const char*>(p.dout);
+  const char* const bases[4] = {p.q_base + q_start * p.q_row_bytes, p.k_base + k_start * p.k_row_bytes,
+                                p.v_base + k_start * p.v_row_bytes,
+                                dout + q_start * p.do_stride_s * static_cast<i64>(sizeof(u16))};
+  const u32 rows[4] = {static_cast<u32>(seqlen_q), static_cast<u32>(seqlen_k), static_cast<u32>(seqlen_k),
+                       static_cast<u32>(seqlen_q)};
+  tile_io::make_seq_maps<4>(p.seq_maps + 4 * b, templates, bases, rows);
+}
+
 }}}  // namespace fa3lite::attn::bwd
 
 using namespace fa3lite::attn::bwd;
@@ -183,4 +211,5 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_preproce
     dst[1] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
   if (p.dq != nullptr) zero_unowned_rows(p);
+  if (p.seq_maps != nullptr && h == 0 && row_block == 0 && threadIdx.x == 0) write_seq_maps(p, b, q_start, seqlen_q);
 }

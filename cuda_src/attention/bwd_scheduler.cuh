@@ -169,26 +169,17 @@ __device__ __forceinline__ int dq_turn(const BwdParams& p, const BwdTile& t, int
   return static_cast<int>(n_last < t.n_blocks - 1 ? n_last : t.n_blocks - 1) - t.n_block;
 }
 
-// kVarlen: the CTA's q, k, v, dout maps, pointed at its sequence's rows and cut at its end (boxes
-// past the end arrive as zeros, never the next sequence's rows). One thread builds them at kernel
-// start (bwd_kernel.cu), the producer acquires them after the CTA barrier.
-__device__ __forceinline__ const TmaDesc* seq_map(const BwdParams& p, int which) {
-  return p.seq_maps + 4 * blockIdx.x + which;
+// kVarlen: the q, k, v, dout maps of the tile's sequence, pointed at its rows and cut at its end
+// (boxes past the end arrive as zeros, never the next sequence's rows). The preprocess, which runs
+// first on the stream, builds them once per sequence (bwd_preprocess.cu write_seq_maps); the thread
+// that issues the copies acquires them.
+__device__ __forceinline__ const TmaDesc* seq_map(const BwdParams& p, const BwdTile& t, int which) {
+  return p.seq_maps + 4 * t.batch + which;
 }
 
-__device__ __forceinline__ void make_seq_maps(const BwdParams& p, const BwdTile& t) {
-  const TmaDesc* const templates[4] = {&p.q, &p.k, &p.v, &p.dout};
-  const char* const bases[4] = {p.q_base + t.q_start * p.q_row_bytes, p.k_base + t.k_start * p.k_row_bytes,
-                                p.v_base + t.k_start * p.v_row_bytes, p.dout_base + t.q_start * p.dout_row_bytes};
-  const u32 rows[4] = {static_cast<u32>(t.seqlen_q), static_cast<u32>(t.mask.seqlen_k),
-                       static_cast<u32>(t.mask.seqlen_k), static_cast<u32>(t.seqlen_q)};
-  tile_io::make_seq_maps<4>(p.seq_maps + 4 * blockIdx.x, templates, bases, rows);
-}
-
-// The thread that issues the copies, after a CTA barrier that follows make_seq_maps.
-__device__ __forceinline__ void acquire_seq_maps(const BwdParams& p) {
+__device__ __forceinline__ void acquire_seq_maps(const BwdParams& p, const BwdTile& t) {
 #pragma unroll
-  for (int i = 0; i < 4; ++i) tma::fence_map_acquire(seq_map(p, i));
+  for (int i = 0; i < 4; ++i) tma::fence_map_acquire(seq_map(p, t, i));
 }
 
 }}}  // namespace fa3lite::attn::bwd

@@ -16,8 +16,8 @@ the preprocess's lse_log2 and dpsum, after the launches on the same stream).
 Up to three launches on torch's current stream:
   1. preprocess (bwd_preprocess.cu): dpsum = rowsum(dO * O) and lse_log2, both (B, Hq, Sq padded to
      whole query blocks) f32, and zeroes the turn counters or claim words and, where the main kernel
-     does not store first tiles (stores_first), the dQ accumulator. Always (both gradients need
-     dpsum and lse_log2).
+     does not store first tiles (stores_first), the dQ accumulator; varlen, also the main kernel's
+     tensor maps of each sequence. Always (both gradients need dpsum and lse_log2).
   2. main kernel (bwd_kernel.cu): one CTA per (key block, query head, batch) -- 128 key rows, or 64
      for D = 256 -- writes dK/dV and adds dQ contributions into an f32 accumulator
      (B, Hq, m_blocks, block_m * D) in fragment order (cuda_src/attention/bwd_dq.cuh); each query
@@ -70,8 +70,7 @@ BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
     ("lse_log2", "ptr"), ("dpsum", "ptr"), ("dq_accum", "ptr"), ("dq_sem", "ptr"),
     ("dk", "ptr"), ("dv", "ptr"),
     ("cu_seqlens_q", "ptr"), ("cu_seqlens_k", "ptr"), ("seqused_q", "ptr"), ("seqused_k", "ptr"),
-    ("q_base", "ptr"), ("k_base", "ptr"), ("v_base", "ptr"), ("dout_base", "ptr"), ("seq_maps", "ptr"),
-    ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"), ("dout_row_bytes", "i64"),
+    ("seq_maps", "ptr"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"), ("cta_heads", "i32"),
     ("num_m_blocks", "i32"), ("num_n_blocks", "i32"), ("causal_offset", "i32"), ("local_offset", "i32"),
     ("deterministic", "i32"), ("lpt_heads", "i32"), ("dq_claims", "i32"), ("rotated_walk", "i32"),
@@ -90,10 +89,16 @@ PRE_PARAMS = ParamStruct("fa3lite::attn::bwd::PreParams", (
     ("dq", "ptr"), ("dk", "ptr"), ("dv", "ptr"), ("cu_seqlens_k", "ptr"), ("seqused_k", "ptr"),
     ("dq_row_bytes", "i64"), ("dk_row_bytes", "i64"), ("dv_row_bytes", "i64"),
     ("total_q", "i32"), ("total_k", "i32"), ("num_seqs", "i32"),
+    ("seq_maps", "ptr"), ("q_base", "ptr"), ("k_base", "ptr"), ("v_base", "ptr"),
+    ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"),
+    ("q_map", "tma"), ("k_map", "tma"), ("v_map", "tma"), ("dout_map", "tma"),
 ))
-# PreParams' varlen fields, zero with fixed lengths (no rows to fill: bwd_preprocess.cu zero_unowned_rows)
+# PreParams' varlen fields, zero with fixed lengths (no rows to fill: bwd_preprocess.cu zero_unowned_rows;
+# no sequence maps to build: write_seq_maps)
 PRE_FIXED_LENGTHS = dict(dq=0, dk=0, dv=0, cu_seqlens_k=0, seqused_k=0, dq_row_bytes=0, dk_row_bytes=0,
-                         dv_row_bytes=0, total_q=0, total_k=0, num_seqs=0)
+                         dv_row_bytes=0, total_q=0, total_k=0, num_seqs=0, seq_maps=0, q_base=0, k_base=0,
+                         v_base=0, q_row_bytes=0, k_row_bytes=0, v_row_bytes=0, q_map=bytes(128),
+                         k_map=bytes(128), v_map=bytes(128), dout_map=bytes(128))
 
 POST_PARAMS = ParamStruct("fa3lite::attn::bwd::PostParams", (
     ("dq_accum", "ptr"), ("dq", "ptr"), ("dq_visits", "ptr"), ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"),
@@ -569,8 +574,7 @@ class _BwdPlan:
         main_grid = (ctas, 1, 1)
         main_params = BWD_PARAMS.pack(
             q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,
-            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, dout_base=0,
-            seq_maps=0, q_row_bytes=0, k_row_bytes=0, v_row_bytes=0, dout_row_bytes=0,
+            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, seq_maps=0,
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk, cta_heads=cta_heads,
             num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset, local_offset=local_offset,
             deterministic=turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),

@@ -299,8 +299,8 @@ def _by_max_seqlen_k(q, mask, softcap: float, max_seqlen_k: int, num_splits: int
 
 class _VarlenBwdPlan:
     """The backward's three launches on packed sequences (fa3lite/hopper/bwd.py has the scheme): the
-    preprocess and postprocess find each sequence's rows through cu_seqlens_q, the main kernel
-    builds maps of its sequence like the forward; the statistics, dQ accumulator and turn counters
+    preprocess and postprocess find each sequence's rows through cu_seqlens_q, the preprocess also
+    builds the main kernel's maps of each sequence (bwd_preprocess.cu write_seq_maps); the statistics, dQ accumulator and turn counters
     are laid out per (sequence, head) padded to max_seqlen_q, as for fixed lengths."""
 
     def __init__(self, dout, q, k, v, out, lse, batch, max_seqlen_q, max_seqlen_k, softmax_scale, mask,
@@ -348,15 +348,15 @@ class _VarlenBwdPlan:
             seqlen_q=0, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks, block_m=bm,
             sems_per_block=variant.sems_per_block, dq=0, dk=0, dv=0, cu_seqlens_k=0, seqused_k=0,
             dq_row_bytes=Hq * D * es, dk_row_bytes=heads * D * dkv_bytes, dv_row_bytes=heads * Dv * dkv_bytes,
-            total_q=total_q, total_k=total_k, num_seqs=batch)
+            total_q=total_q, total_k=total_k, num_seqs=batch, seq_maps=0, q_base=0, k_base=0, v_base=0,
+            q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
+            q_map=bytes(_MAP_BYTES), k_map=bytes(_MAP_BYTES), v_map=bytes(_MAP_BYTES), dout_map=bytes(_MAP_BYTES))
+        self.seq_maps = batch * 4 * _MAP_BYTES
         blank = bytes(_MAP_BYTES)
         self.main_grid = (self.ctas, 1, 1)
         self.main_params = bwd.BWD_PARAMS.pack(
             q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,
-            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, dout_base=0,
-            seq_maps=0, q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
-            dout_row_bytes=dout.stride(0) * es,
-            seqlen_q=0, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, cta_heads=cta_heads, num_m_blocks=m_blocks,
+            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, seq_maps=0, seqlen_q=0, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, cta_heads=cta_heads, num_m_blocks=m_blocks,
             num_n_blocks=n_blocks,
             causal_offset=causal_offset, local_offset=local_offset,
             deterministic=bwd.turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
@@ -368,19 +368,19 @@ class _VarlenBwdPlan:
         self.post_grid = bwd.post_grid(batch * Hq * m_blocks)
         self.post_params = bwd.POST_PARAMS.pack(dq_accum=0, dq=0, dq_visits=0, cu_seqlens_q=0, seqused_q=0,
                                                 seqlen_q=0, num_heads=Hq, num_m_blocks=m_blocks, scale=softmax_scale)
-        at = bwd.BWD_PARAMS.offsets
+        pre, at, post = bwd.PRE_PARAMS.offsets, bwd.BWD_PARAMS.offsets, bwd.POST_PARAMS.offsets
+        # the templates of the sequences' maps, which the preprocess builds (the main kernel's own
+        # q, k, v, dout maps stay blank)
         self.maps = tuple(
-            (at[name], tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, rows, kernel_dim=variant.kernel_dim),
-                                    self.dev))
-            for name, t, rows in (("q", q, bm), ("k", k, variant.block_n), ("v", v, variant.block_n),
-                                  ("dout", dout, bm)))
-        pre, post = bwd.PRE_PARAMS.offsets, bwd.POST_PARAMS.offsets
+            (pre[name], tma.MapMaker(q.dtype, tma.bshd_geometry(*_packed(t), es, rows, kernel_dim=variant.kernel_dim),
+                                     self.dev))
+            for name, t, rows in (("q_map", q, bm), ("k_map", k, variant.block_n), ("v_map", v, variant.block_n),
+                                  ("dout_map", dout, bm)))
         self.pre_at = tuple(pre[f] for f in ("dout", "out", "lse", "lse_log2", "dpsum", "dq_accum", "dq_sem",
                                              "cu_seqlens_q", "seqused_q", "dq", "dk", "dv", "cu_seqlens_k",
-                                             "seqused_k"))
+                                             "seqused_k", "seq_maps", "q_base", "k_base", "v_base"))
         self.main_at = tuple(at[f] for f in ("lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv", "cu_seqlens_q",
-                                             "cu_seqlens_k", "seqused_q", "seqused_k", "q_base", "k_base", "v_base",
-                                             "dout_base", "seq_maps"))
+                                             "cu_seqlens_k", "seqused_q", "seqused_k", "seq_maps"))
         self.post_at = tuple(post[f] for f in ("dq_accum", "dq", "dq_visits", "cu_seqlens_q", "seqused_q"))
 
     def _buffer(self, shape, dtype):
@@ -405,7 +405,7 @@ class _VarlenBwdPlan:
         # the preprocess zeroes the rows no sequence uses, the other kernels write every other row
         dq = self._buffer(self.q_shape, self.dtype)
         dk, dv = (self._buffer(shape, self.dkv_dtype) for shape in (self.dk_shape, self.dv_shape))
-        maps = torch.empty((self.ctas * 4 * _MAP_BYTES,), dtype=torch.uint8, device=self.device)
+        maps = torch.empty((self.seq_maps,), dtype=torch.uint8, device=self.device)
         used_q = seqused_q.data_ptr() if seqused_q is not None else 0
         used_k = seqused_k.data_ptr() if seqused_k is not None else 0
         with on_device(self.dev):
@@ -413,13 +413,12 @@ class _VarlenBwdPlan:
                          zip(self.pre_at, (dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum,
                                            0 if visits else accum, sems, cu_seqlens_q.data_ptr(), used_q,
                                            dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), cu_seqlens_k.data_ptr(),
-                                           used_k)), stream)
+                                           used_k, maps.data_ptr(), q.data_ptr(), k.data_ptr(), v.data_ptr())),
+                         stream, zip(self.maps, (q, k, v, dout)))
             self._launch(self.main, self.main_grid, bwd.THREADS, self.main_params,
                          zip(self.main_at, (lse_log2, dpsum, accum, sems, dk.data_ptr(), dv.data_ptr(),
                                             cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), used_q, used_k,
-                                            q.data_ptr(), k.data_ptr(), v.data_ptr(), dout.data_ptr(),
-                                            maps.data_ptr())),
-                         stream, zip(self.maps, (q, k, v, dout)))
+                                            maps.data_ptr())), stream)
             self._launch(self.post, self.post_grid, bwd._AUX_THREADS, self.post_params,
                          zip(self.post_at, (accum, dq.data_ptr(), visits, cu_seqlens_q.data_ptr(), used_q)), stream)
         dsink = None
