@@ -20,6 +20,9 @@
 #             backward (FINAL_LIMIT, default 440 s for the bf16 grid; FINAL_DTYPES, default "bf16 fp16")
 #   peers_a   FA4 staging, call 1 of 2 (carry .peers/a): the first wheel part to /root/peers
 #   peers_b   FA4 staging, call 2 (carry .peers/b, right after call 1): installs FA4 for the later steps
+#   peers_part / peers_last   the same over tools/stage_fa4_parts.sh's .peers/p1 .. pN (when the tree
+#             and a part of stage-fa4.sh's exceed the carry limit): each call but the last leaves its
+#             part in /root/peers, the last (carry .peers/pN) installs FA4
 # Usage on the device: bash tools/speed_round.sh [steps...]   (default: tests sanitize ab)
 set -u
 cd "$(dirname "$0")/.."
@@ -110,6 +113,10 @@ for step in $steps; do
       mkdir -p /root/peers && cp .peers/a/* /root/peers/ && echo "== peers part a staged" ;;
     peers_b)
       source .peers/b/install.sh > "$OUT/install.log" 2>&1; echo "== FA4 installed rc=$?" ;;
+    peers_part)
+      mkdir -p /root/peers && cp .peers/p*/big.* /root/peers/ && echo "== peers part staged: $(ls /root/peers)" ;;
+    peers_last)
+      source .peers/p*/install.sh > "$OUT/install.log" 2>&1; echo "== FA4 installed rc=$?" ;;
     *)
       echo "== unknown step $step" ;;
   esac
