@@ -27,16 +27,19 @@ __device__ __forceinline__ void load(u32 dst, const TmaDesc* map, u32 bar, int r
 __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t) {
   if (t.m_begin >= t.m_end) return;   // no query sees these keys: consumers write zero dK/dV, no loads
   // Maps and batch coordinate: the tensors' own, or kVarlen the sequence's (batch 0), which the
-  // preprocess built (acquired first).
-  if constexpr (kVarlen) acquire_seq_maps(p, t);
+  // preprocess built.
+  if constexpr (kVarlen) {
+    acquire_seq_maps(p, t);
+  } else {
+    tma::prefetch_desc(&p.q);
+    tma::prefetch_desc(&p.k);
+    tma::prefetch_desc(&p.v);
+    tma::prefetch_desc(&p.dout);
+  }
   const TmaDesc* map_q = kVarlen ? seq_map(p, t, 0) : &p.q;
   const TmaDesc* map_k = kVarlen ? seq_map(p, t, 1) : &p.k;
   const TmaDesc* map_v = kVarlen ? seq_map(p, t, 2) : &p.v;
   const TmaDesc* map_do = kVarlen ? seq_map(p, t, 3) : &p.dout;
-  tma::prefetch_desc(map_q);
-  tma::prefetch_desc(map_k);
-  tma::prefetch_desc(map_v);
-  tma::prefetch_desc(map_do);
   const int batch = kVarlen ? 0 : t.batch;
 
   mbar::arrive_expect_tx(sm.kv_full(), 2 * kKTileBytes);
