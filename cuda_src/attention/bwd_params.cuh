@@ -19,8 +19,8 @@ struct BwdParams {
   void* dk;               // (B, Sk, Hk, D) contiguous Element, or (B, Sk, Hq, D) f32 when kDkvF32 (GQA: per
                           // query head, summed by the host); kVarlen (total_k, ..., D)
   void* dv;
-  // kVarlen (as in the forward's params.cuh): packed sequences, maps of each sequence (q, k, v, dout
-  // tensors above unused)
+  // kVarlen (as in the forward's params.cuh): packed sequences and the maps of each sequence (the
+  // q, k, v, dout maps above are unused)
   const i32* cu_seqlens_q;   // (B + 1,)
   const i32* cu_seqlens_k;
   const i32* seqused_q;      // (B,) or null

@@ -211,5 +211,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_preproce
     dst[1] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
   if (p.dq != nullptr) zero_unowned_rows(p);
-  if (p.seq_maps != nullptr && h == 0 && row_block == 0 && threadIdx.x == 0) write_seq_maps(p, b, q_start, seqlen_q);
+  if (p.seq_maps != nullptr && h == 0 && row_block == 0 && threadIdx.x == 0) {
+    write_seq_maps(p, b, q_start, seqlen_q);
+  }
 }

@@ -300,8 +300,9 @@ def _by_max_seqlen_k(q, mask, softcap: float, max_seqlen_k: int, num_splits: int
 class _VarlenBwdPlan:
     """The backward's three launches on packed sequences (fa3lite/hopper/bwd.py has the scheme): the
     preprocess and postprocess find each sequence's rows through cu_seqlens_q, the preprocess also
-    builds the main kernel's maps of each sequence (bwd_preprocess.cu write_seq_maps); the statistics, dQ accumulator and turn counters
-    are laid out per (sequence, head) padded to max_seqlen_q, as for fixed lengths."""
+    builds the main kernel's maps of each sequence (bwd_preprocess.cu write_seq_maps); the statistics,
+    dQ accumulator and turn counters are laid out per (sequence, head) padded to max_seqlen_q, as for
+    fixed lengths."""
 
     def __init__(self, dout, q, k, v, out, lse, batch, max_seqlen_q, max_seqlen_k, softmax_scale, mask,
                  deterministic, softcap, has_sink, seqused):
@@ -356,8 +357,8 @@ class _VarlenBwdPlan:
         self.main_grid = (self.ctas, 1, 1)
         self.main_params = bwd.BWD_PARAMS.pack(
             q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,
-            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, seq_maps=0, seqlen_q=0, seqlen_k=0, num_heads_q=Hq, head_group=Hq // Hk, cta_heads=cta_heads, num_m_blocks=m_blocks,
-            num_n_blocks=n_blocks,
+            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, seq_maps=0, seqlen_q=0, seqlen_k=0,
+            num_heads_q=Hq, head_group=Hq // Hk, cta_heads=cta_heads, num_m_blocks=m_blocks, num_n_blocks=n_blocks,
             causal_offset=causal_offset, local_offset=local_offset,
             deterministic=bwd.turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
             lpt_heads=bwd.lpt_pairs(max_seqlen_q, D, Dv, es, self.ctas // n_blocks, q.device)
