@@ -75,12 +75,15 @@ def test_ab_summary_groups_by_each_tools_own_fields(tmp_path, capsys):
             {"tag": "after", "d": 64, "hk": 8, "ms": [1.0, 1.0], "tflops": [210.0, 210.0]},
             {"tag": "before", "d": 64, "hk": 32, "ms": [1.0], "tflops": [300.0]},
             {"tag": "after", "d": 64, "hk": 32, "ms": [1.0], "tflops": [150.0]},
-            {"tag": "before", "mode": "bwd", "S": 1024, "tflops": 50.0}]
+            {"tag": "before", "mode": "bwd", "S": 1024, "tflops": 50.0},
+            {"tag": "before", "lengths": "5,7", "kind": "varlen", "tflops": [40.0, 44.0]},
+            {"tag": "after", "lengths": "5,7", "kind": "varlen", "tflops": [42.0]}]
     path = tmp_path / "ab.jsonl"
     path.write_text("not json\n" + "\n".join(json.dumps(r) for r in rows) + "\n")
     summary.main(str(path), ["before", "after"])
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 4
     assert any(line.startswith("d=64 hk=8:") and "after   210.0 (2.000)" in line for line in lines)
     assert any(line.startswith("d=64 hk=32:") and "after   150.0 (0.500)" in line for line in lines)
     assert any(line.startswith("mode=bwd S=1024:") and "before    50.0 (1.000)" in line for line in lines)
+    assert any(line.startswith("lengths=5,7 kind=varlen:") and "after    42.0 (1.000)" in line for line in lines)

@@ -2,7 +2,7 @@
 varlen_lengths: 7 sequences summing to 16k tokens), width 2048, bf16, flash_attn_varlen_func's forward
 timed between CUDA events (--reps calls back to back) --repeats times, each its own measurement, so
 call-to-call spread shows; then the bench's dense comparator (flash_attn_func on 7 sequences of the
-mean length, kind "dense"). One JSON line per (kind, d, mask). --mode bwd times the backward alone
+mean length, kind "dense"). One JSON line per (kind, d, mask), carrying the batch's lengths. --mode bwd times the backward alone
 (torch.autograd.grad of one forward's output, graph kept). Run from the tree to time (PYTHONPATH=.).
     python3 tools/varlen_ab.py --tag NAME [--head-dim 128,256] [--repeats 5] [--mode fwd|bwd]
                                [--lengths 2341,2341,...]   (another packed batch; the dense comparator
@@ -74,8 +74,8 @@ def main():
                     return torch.autograd.grad(out, leaves, dout, retain_graph=True)
             flops = band_flops(lengths, heads, d, causal, (-1, -1), args.mode)
             runs = [flops / (ms * 1e-3) / 1e12 for ms in back_to_back_ms(call, args.repeats, args.reps)]
-            print(json.dumps({"tag": args.tag, "mode": args.mode, "kind": kind, "d": d, "causal": causal,
-                              "group": args.group,
+            print(json.dumps({"tag": args.tag, "lengths": args.lengths, "mode": args.mode, "kind": kind, "d": d,
+                              "causal": causal, "group": args.group,
                               "tflops": [round(x, 1) for x in runs]}), flush=True)
 
 
