@@ -365,6 +365,30 @@ def test_runner_times_each_cell_in_interleaved_rounds():
         GridRunner([MathImpl(BASELINE)], spec, timer, "cpu", l2_bytes=4096, rounds=0)
 
 
+def test_a_job_refused_while_timed_sits_out_the_later_rounds():
+    """A timing that raises (an OOM under the timer) is that job's row; the further rounds time the
+    other jobs and skip it instead of failing the run."""
+    class OomOnce(FakeTimer):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def time(self, step, n_sets, context):
+            self.calls += 1
+            if self.calls == 1:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return super().time(step, n_sets, context)
+
+    timer = OomOnce()
+    spec = grid.make_spec("quick", head_dims=(16,), causal=(False,), seqlens=(64,), modes=("fwd", "bwd"),
+                          tokens=128, width=32)
+    _, ms = _run([MathImpl(BASELINE), MathImpl("fa3lite")], spec=spec, timer=timer, rounds=3)
+    by = {(m.impl, m.mode): m for m in ms}
+    assert by[(BASELINE, "fwd")].status == OOM and "out of memory" in by[(BASELINE, "fwd")].reason
+    assert all(by[k].status == OK and by[k].stats.reps == 9 for k in by if k != (BASELINE, "fwd"))
+    assert timer.calls == 1 + 3 * 3   # the refused timing, then three rounds of the other three jobs
+
+
 def test_runner_reports_wrong_unsupported_oom_and_absent_without_timing_them():
     impls = [
         MathImpl(BASELINE),

@@ -32,6 +32,7 @@ from fa3lite.bench.reference import packed_reference, visible_mask
 from fa3lite.bench.results import (
     ABSENT,
     OK,
+    OOM,
     SKIPPED,
     UNSUPPORTED,
     WRONG,
@@ -306,6 +307,51 @@ def test_runner_checks_then_times_fa3lite_and_fa4_and_cudnn_is_unsupported(cpu_f
     by = {(r["impl"], r["kind"], r["mask"], r["mode"]): r for r in report.feature_rows(run)}
     assert by[("fa3lite", VARLEN, "causal", "fwd")]["ratio_to_best_peer"] == pytest.approx(1.0)
     assert by[("fa3lite", VARLEN, "causal", "fwd")]["dense_ratio"] is not None
+
+
+def test_runner_times_each_case_in_rotated_rounds(cpu_fa3lite):
+    """rounds=3: every timed row pools three timings; within a case the peers' jobs go first in
+    round 1, fa3lite's first in round 2 (rotated one place), the peers' again in round 3 -- the
+    grid's order (runner._rotated)."""
+    class CountingTimer(FakeTimer):
+        def time(self, step, n_sets, context):
+            super().time(step, n_sets, context)
+            return [float(self.calls)]   # the call's index, counted from 1
+
+    timer = CountingTimer()
+    _, rows, cases = _feature_run(("fa3lite", "fa4"), timer=timer, rounds=3)
+    timed = [m for m in rows if m.status == OK]
+    assert timed and all(m.stats.reps == 3 for m in timed) and timer.calls == 3 * len(timed)
+    k = len(grid.MODES)
+    for case in cases:
+        mine = [m for m in timed if m.case == case]
+        first = min(m.stats.median for m in mine)   # the median of the job timed first in round 2
+        got = {(m.impl, m.mode, m.stats.median - first) for m in mine}
+        if case.kind in (WINDOW, VARLEN):   # fa4 (k jobs) then fa3lite: medians 3k + j and 2k + j
+            want = {("fa4", mode, k + j) for j, mode in enumerate(grid.MODES)}
+            want |= {("fa3lite", mode, j) for j, mode in enumerate(grid.MODES)}
+        else:   # fa3lite alone: calls j, k + j, 2k + j
+            want = {("fa3lite", mode, j) for j, mode in enumerate(grid.MODES)}
+        assert got == want, case.label
+
+
+def test_runner_job_refused_while_timed_sits_out_the_later_rounds(cpu_fa3lite):
+    """A timing that raises (an OOM under the timer) is that job's row; the further rounds time the
+    other jobs and skip it instead of failing the run."""
+    class OomFirst(FakeTimer):
+        refused = 0
+
+        def time(self, step, n_sets, context):
+            if not self.refused:
+                self.refused = 1
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return super().time(step, n_sets, context)
+
+    timer = OomFirst()
+    _, rows, _ = _feature_run(("fa3lite",), timer=timer, rounds=2)
+    assert rows[0].status == OOM and "out of memory" in rows[0].reason
+    assert all(m.status == OK and m.stats.reps == 6 for m in rows[1:])
+    assert timer.calls == 2 * (len(rows) - 1)
 
 
 def test_runner_wrong_answer_is_recorded_and_not_timed(cpu_fa3lite, monkeypatch):

@@ -323,9 +323,7 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
                 run.compile_times, setup_notes = compile_time.measure(variants, spec.dtype, cache_dir, limit)
                 run.notes += setup_notes
         soak_s = opts.soak_ms / 1000.0
-        timer = CudaTimer(opts.warmup, opts.reps, soak_s)
-        # the grid's rounds share the reps out (at least opts.reps pooled); the feature rows keep one
-        # run of opts.reps
+        # the rounds of the grid and the feature rows share the reps out (at least opts.reps pooled)
         round_timer = CudaTimer(opts.warmup, math.ceil(opts.reps / opts.rounds), soak_s)
         runner = GridRunner(impls, spec, round_timer, "cuda", l2_bytes=l2_bytes(0), absent=absent,
                             deadline=deadline, odd_check=opts.odd_check, on_result=on_result, rounds=opts.rounds)
@@ -339,7 +337,7 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
                 run.notes.append("wall time per implementation over the grid (checks, compiles, timing): "
                                  + ", ".join(f"{labels.get(n, n)} {t:.0f} s" for n, t in runner.wall_s.items()))
         if opts.features:
-            _run_features(run, impls, spec, timer, absent, deadline, runner.fatal)
+            _run_features(run, impls, spec, round_timer, opts.rounds, absent, deadline, runner.fatal)
     except KeyboardInterrupt:
         run.complete = False
         status = EXIT_INTERRUPTED
@@ -372,7 +370,7 @@ def _bench(opts: Options, check, t0: float, cache_dir: str | None) -> int:
     return status
 
 
-def _run_features(run, impls, spec, timer, absent, deadline, fatal) -> None:
+def _run_features(run, impls, spec, timer, rounds, absent, deadline, fatal) -> None:
     """The feature rows after the grid, within the same deadline, into run.features and run.checks
     (what finished is kept when interrupted)."""
     from .feature_cases import build_feature_cases
@@ -382,7 +380,7 @@ def _run_features(run, impls, spec, timer, absent, deadline, fatal) -> None:
 
     cases = build_feature_cases(spec)
     runner = FeatureRunner(impls, spec.modes, timer, "cuda", l2_bytes=l2_bytes(0), absent=absent,
-                           deadline=deadline, fatal=fatal)
+                           deadline=deadline, fatal=fatal, rounds=rounds)
     print(f"feature rows: {len(cases)} cases (sliding window, varlen, dense at equal tokens)", file=sys.stderr,
           flush=True)
     try:

@@ -12,7 +12,11 @@ the issue's peers are FA4 and cuDNN.
 Check (before any timing): out, and with a backward mode dq, dk, dv, of every element at the reduced
 shape by FA3's rule against reference.packed_reference (fp32, and `pt` in the input dtype) per
 sequence. A WRONG answer is recorded and not timed; a refusal or an exception is UNSUPPORTED (OOM),
-as in the grid. Timing: runner.time_mode over input sets rotated past L2 (timing.rotation_sets).
+as in the grid. Timing: runner.time_mode over input sets rotated past L2 (timing.rotation_sets), in
+the grid's interleaved rounds: a case's implementations one after another at first, then every
+(implementation, mode) again in rotated order, so that clock drift and the board's power state hit
+them alike (timed once each, one after the other, fa3lite's default and deterministic forward, the
+same kernel, read 575 and 637 TFLOP/s in section 40's final run; benchmarks/RESULTS.md section 41).
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from .runner import (
     PART_OF_MODE,
     CaseRunner,
     Refused,
+    _rotated,
     check_parts,
     exception_reason,
     guarded,
@@ -118,14 +123,15 @@ def _packed(t: torch.Tensor, case: FeatureCase) -> torch.Tensor:
 
 class FeatureRunner(CaseRunner):
     """Checks and times the feature cases. impls: the run's Impl objects (those that apply to a case
-    get rows); modes: the run's modes; timer as GridRunner's; absent: {impl name: reason}; fatal: why
-    nothing may run (a CUDA context lost in the grid), or None. Rows gather in `rows` as each case
-    finishes (kept when interrupted), check records in `checks`."""
+    get rows); modes: the run's modes; timer and rounds as GridRunner's (each case's jobs timed in
+    rotated rounds, the times pooled); absent: {impl name: reason}; fatal: why nothing may run (a
+    CUDA context lost in the grid), or None. Rows gather in `rows` as each case finishes (kept when
+    interrupted), check records in `checks`."""
 
     def __init__(self, impls, modes, timer, device, *, l2_bytes: int, absent=None, deadline: float | None = None,
-                 fatal: str | None = None, progress=None, seed: int = 0, clock=time.monotonic):
+                 fatal: str | None = None, progress=None, seed: int = 0, clock=time.monotonic, rounds: int = 1):
         super().__init__(impls, timer, device, l2_bytes=l2_bytes, absent=absent, deadline=deadline, fatal=fatal,
-                         progress=progress, seed=seed, clock=clock)
+                         progress=progress, seed=seed, clock=clock, rounds=rounds)
         self.modes = tuple(modes)
         self.rows: list[FeatureMeasurement] = []
 
@@ -155,50 +161,81 @@ class FeatureRunner(CaseRunner):
             if applies(impl.name, case) and impl.name in self.absent:
                 out += self._rows(impl, case, ABSENT, self.absent[impl.name])
         shared = {}
-        # fa3lite last, as in the grid: a fault of the kernels under test leaves the peers measured.
+        # Round 1 checks and times one implementation after another, fa3lite last as in the grid (a
+        # fault of the kernels under test leaves the peers measured); the further rounds time every
+        # job again, rotated (runner._rotated), the per-call times pooled.
+        jobs, times = [], {}   # jobs: (impl, mode, bound) whose check passed; times: job -> [ms]
         for impl in sorted(self._live(case), key=lambda i: i.name in FA3LITE_IMPLS):
             stop = self._stop_reason()
             if stop:
                 out += self._rows(impl, case, SKIPPED, stop)
             else:
-                out += self._run_impl(impl, case, shared)
+                for job in self._jobs(out, impl, case, shared):
+                    times[len(jobs)] = []
+                    jobs.append(job)
+                    self._time_job(out, case, shared, job, times, len(jobs) - 1)
                 self._note_fatal(out, impl, case)
             self._cleanup()
             self._advance(case, impl)
+        for r in range(1, self.rounds):
+            for n in _rotated(jobs, r):
+                self._time_job(out, case, shared, jobs[n], times, n)
+        for n, pooled in times.items():
+            impl, mode, _ = jobs[n]
+            if pooled:
+                out.append(FeatureMeasurement(impl.name, case, mode, OK, Stats.of(pooled),
+                                              deterministic=impl.deterministic))
+            else:   # a job left untimed: a CUDA fault came before its first round
+                out.append(FeatureMeasurement(impl.name, case, mode, SKIPPED, reason=self.fatal,
+                                              deterministic=impl.deterministic))
+        del jobs
         shared.clear()
         self._cleanup()
         order = {i.name: n for n, i in enumerate(self.impls)}
-        return sorted(out, key=lambda m: order.get(m.impl, len(order)))
+        modes = {m: n for n, m in enumerate(self.modes)}
+        return sorted(out, key=lambda m: (order.get(m.impl, len(order)), modes.get(m.mode, len(modes))))
 
-    def _run_impl(self, impl, case, shared: dict) -> list[FeatureMeasurement]:
-        """Check at the reduced shape, then time each mode whose check passed. shared: the case's
-        check inputs and references ("check") and timing input sets ("inputs"), made by the first
-        implementation that needs them and reused by the rest."""
+    def _jobs(self, out, impl, case, shared: dict) -> list:
+        """Check at the reduced shape; (impl, mode, bound) for each mode whose check passed, the
+        others' rows added to out. shared: the case's check inputs and references ("check") and
+        timing input sets ("inputs"), made by the first implementation that needs them and reused by
+        the rest."""
         verdict = self._check(impl, case, shared)
         if not any(verdict[PART_OF_MODE[m]][0] == OK for m in self.modes):
-            return [self._untimed(impl, case, m, verdict) for m in self.modes]
+            out += [self._untimed(impl, case, m, verdict) for m in self.modes]
+            return []
         try:
             if "inputs" not in shared:
                 shared["inputs"] = self._inputs(case)
             bound = guarded(lambda: bind_feature(impl, case, self.device))
         except Refused as r:
-            return self._rows(impl, case, r.status, r.reason)
+            out += self._rows(impl, case, r.status, r.reason)
+            return []
         except Exception as exc:
-            return self._rows(impl, case, OOM if is_oom(exc) else SKIPPED, "inputs: " + exception_reason(exc))
-        out = []
+            out += self._rows(impl, case, OOM if is_oom(exc) else SKIPPED, "inputs: " + exception_reason(exc))
+            return []
+        jobs = []
         for mode in self.modes:
-            if verdict[PART_OF_MODE[mode]][0] != OK:
+            if verdict[PART_OF_MODE[mode]][0] == OK:
+                jobs.append((impl, mode, bound))
+            else:
                 out.append(self._untimed(impl, case, mode, verdict))
-                continue
-            try:
-                times = guarded(functools.partial(time_mode, self.timer, bound, shared["inputs"], mode))
-                out.append(FeatureMeasurement(impl.name, case, mode, OK, Stats.of(times),
-                                              deterministic=impl.deterministic))
-            except Refused as r:
-                out.append(FeatureMeasurement(impl.name, case, mode, r.status, reason=r.reason,
-                                              deterministic=impl.deterministic))
-            self._cleanup()
-        return out
+        return jobs
+
+    def _time_job(self, out, case, shared: dict, job, times: dict, n: int):
+        """One timing run of job n, its per-call times added to times[n]. A refusal is the job's row
+        and ends it (n leaves `times`); nothing runs after a CUDA fault."""
+        if self.fatal or n not in times:
+            return
+        impl, mode, bound = job
+        try:
+            times[n] += guarded(functools.partial(time_mode, self.timer, bound, shared["inputs"], mode))
+        except Refused as r:
+            out.append(FeatureMeasurement(impl.name, case, mode, r.status, reason=r.reason,
+                                          deterministic=impl.deterministic))
+            del times[n]
+            self._note_fatal(out, impl, case)
+        self._cleanup()
 
     def _untimed(self, impl, case, mode, verdict) -> FeatureMeasurement:
         status, detail = verdict[PART_OF_MODE[mode]]
@@ -206,7 +243,7 @@ class FeatureRunner(CaseRunner):
 
     def _check(self, impl, case: FeatureCase, shared: dict) -> dict:
         """check_parts at case.reduced() against packed_reference: {'fwd': (status, detail)} and,
-        with a backward mode, {'bwd': ...}; each recorded in `checks`. shared: as in _run_impl."""
+        with a backward mode, {'bwd': ...}; each recorded in `checks`. shared: as in _jobs."""
         small = case.reduced()
         grads = any(m != "fwd" for m in self.modes)
         try:

@@ -218,11 +218,15 @@ def time_mode(timer, bound, sets, mode: str):
 class CaseRunner:
     """What the grid's, the feature rows' and the decode grid's runners share: the implementations,
     timer, device and L2 size, absent implementations ({impl name: reason}), the time budget
-    (deadline on `clock`), progress, the input seed, the check records, and `fatal`: why nothing may
-    run any more (a lost CUDA context), or None."""
+    (deadline on `clock`), progress, the input seed, the check records, `fatal`: why nothing may
+    run any more (a lost CUDA context), or None, and the timing rounds per case (GridRunner's and
+    FeatureRunner's; the module docstring says why)."""
 
     def __init__(self, impls, timer, device, *, l2_bytes: int, absent=None, deadline: float | None = None,
-                 fatal: str | None = None, progress=None, seed: int = 0, clock=time.monotonic):
+                 fatal: str | None = None, progress=None, seed: int = 0, clock=time.monotonic, rounds: int = 1):
+        if rounds < 1:
+            raise ValueError(f"rounds: expected at least 1, got {rounds}")
+        self.rounds = rounds
         self.impls = list(impls)
         self.timer = timer
         self.device = torch.device(device)
@@ -264,11 +268,8 @@ class GridRunner(CaseRunner):
                  odd_check_impls=FA3LITE_IMPLS, seed: int = 0, clock=time.monotonic, on_result=None,
                  rounds: int = 1):
         super().__init__(impls, timer, device, l2_bytes=l2_bytes, absent=absent, deadline=deadline,
-                         progress=progress, seed=seed, clock=clock)
-        if rounds < 1:
-            raise ValueError(f"rounds: expected at least 1, got {rounds}")
+                         progress=progress, seed=seed, clock=clock, rounds=rounds)
         self.spec = spec
-        self.rounds = rounds
         self.dtype = TORCH_DTYPES[spec.dtype]
         self.odd_check = odd_check
         self.odd_check_impls = tuple(odd_check_impls)
@@ -424,7 +425,7 @@ class GridRunner(CaseRunner):
         """One timing run of job n ((impl, mode, bound)), its per-call times added to times[n]. A
         failure is the job's measurement and ends it (n leaves `times`); nothing runs after a CUDA
         fault (the job keeps what earlier rounds gave it)."""
-        if self.fatal:
+        if self.fatal or n not in times:
             return
         impl, mode, bound = job
         try:
