@@ -14,15 +14,19 @@ from fa3lite import flash_attn_func, flash_attn_varlen_func
 from fa3lite.hopper import bwd
 
 
+def check(label, out, leaves):
+    """The backward of out through leaves with a random dout; prints whether every gradient is finite."""
+    grads = torch.autograd.grad(out, leaves, torch.randn_like(out))
+    ok = all(bool(torch.isfinite(g).all()) for g in grads)
+    print(f"{label}: {'ok' if ok else 'NOT FINITE'}", flush=True)
+
+
 def call(d, causal, seqlen, deterministic, heads_q=2, heads_kv=2):
     q = torch.randn(1, seqlen, heads_q, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     k, v = (torch.randn(1, seqlen, heads_kv, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
             for _ in range(2))
     out = flash_attn_func(q, k, v, causal=causal, deterministic=deterministic, backend="fa3lite")
-    grads = torch.autograd.grad(out, (q, k, v), torch.randn_like(out))
-    ok = all(bool(torch.isfinite(g).all()) for g in grads)
-    print(f"d={d} causal={causal} S={seqlen} heads={heads_q}/{heads_kv} deterministic={deterministic}: "
-          f"{'ok' if ok else 'NOT FINITE'}", flush=True)
+    check(f"d={d} causal={causal} S={seqlen} heads={heads_q}/{heads_kv} deterministic={deterministic}", out, (q, k, v))
 
 
 def call_varlen(d, causal, lengths, heads_q=4, heads_kv=2):
@@ -31,10 +35,7 @@ def call_varlen(d, causal, lengths, heads_q=4, heads_kv=2):
     q, k, v = (torch.randn(total, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
                for h in (heads_q, heads_kv, heads_kv))
     out = flash_attn_varlen_func(q, k, v, cu, cu, max(lengths), max(lengths), causal=causal, backend="fa3lite")
-    grads = torch.autograd.grad(out, (q, k, v), torch.randn_like(out))
-    ok = all(bool(torch.isfinite(g).all()) for g in grads)
-    print(f"varlen d={d} causal={causal} lengths={lengths} heads={heads_q}/{heads_kv}: "
-          f"{'ok' if ok else 'NOT FINITE'}", flush=True)
+    check(f"varlen d={d} causal={causal} lengths={lengths} heads={heads_q}/{heads_kv}", out, (q, k, v))
 
 
 def main():

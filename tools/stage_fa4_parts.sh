@@ -9,8 +9,16 @@
 set -euo pipefail
 part=${PART_BYTES:-38000000}
 [ -f .peers/b/install.sh ] || { echo "run ../shared/tools/stage-fa4.sh first"; exit 1; }
+# The wheel's name and checksum come from stage-fa4.sh's install.sh: the line joining the two parts
+# into /tmp/<wheel> and its `sha256sum -c` line. A change to that script's format stops here, named.
 big=$(sed -n 's|^cat /root/peers/big.part.aa .peers/b/big.part.ab > \(/tmp/[^ ]*\)$|\1|p' .peers/b/install.sh)
-check=$(grep -m1 'sha256sum -c' .peers/b/install.sh)
+check=$(grep -m1 'sha256sum -c' .peers/b/install.sh || true)
+if [ -z "$big" ] || [ -z "$check" ]; then
+  echo "stage_fa4_parts.sh: .peers/b/install.sh no longer has the lines this script reads" >&2
+  echo "  expected 'cat /root/peers/big.part.aa .peers/b/big.part.ab > /tmp/<wheel>' and a 'sha256sum -c' line;" >&2
+  echo "  got wheel '${big}', check '${check}'" >&2
+  exit 1
+fi
 rm -rf .peers/split .peers/p[0-9]* && mkdir -p .peers/split
 cat .peers/a/big.part.aa .peers/b/big.part.ab | split -b "$part" -d - .peers/split/big.
 parts=(.peers/split/big.*)
