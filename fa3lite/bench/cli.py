@@ -27,8 +27,9 @@ DEFAULT_OUT = "bench_out"
 DEFAULT_REPS = 30
 DEFAULT_WARMUP = 5
 MIN_REPS = 20  # a median of fewer is too noisy to trust
-# Each grid cell's timings go in rounds through every (implementation, mode), the reps shared out
-# over them (runner.GridRunner): clock drift then hits a cell's implementations alike.
+# Each grid cell's and feature row's timings go in rounds through every (implementation, mode), the
+# reps shared out over them (runner.GridRunner, features.FeatureRunner): clock drift then hits a
+# cell's implementations alike.
 DEFAULT_ROUNDS = 3
 # Each timed batch follows this long of the same call back to back (timing.CudaTimer soak): the board
 # power limit then throttles every implementation's batch as it would in training, whatever ran before
@@ -56,7 +57,7 @@ class Options:
     plots: bool
     features: bool = True
     decode: str | None = None  # the decode preset of a --decode run (decode_cases.DECODE_PRESETS), else None
-    rounds: int = DEFAULT_ROUNDS  # timing rounds per grid cell (runner.GridRunner)
+    rounds: int = DEFAULT_ROUNDS  # timing rounds per grid cell and feature row
     soak_ms: float = DEFAULT_SOAK_MS  # back-to-back calls before each timed batch (timing.CudaTimer)
 
 
@@ -147,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help="output folder (default ./bench_out)")
     p.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"timed calls per measurement (>= {MIN_REPS})")
     p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
-                   help="interleaved timing rounds per grid cell, the reps shared out over them "
+                   help="interleaved timing rounds per grid cell and feature row, the reps shared out over them "
                         f"(default {DEFAULT_ROUNDS})")
     p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP,
                    help="untimed calls first (at least one per input set)")
