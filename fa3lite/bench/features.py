@@ -20,7 +20,6 @@ same kernel, read 575 and 637 TFLOP/s in section 40's final run; benchmarks/RESU
 """
 from __future__ import annotations
 
-import functools
 import importlib
 import time
 
@@ -33,16 +32,15 @@ from .results import ABSENT, OK, OOM, SKIPPED, CheckRecord, FeatureMeasurement
 from .runner import (
     PART_OF_MODE,
     CaseRunner,
+    CaseTimings,
     Refused,
-    _rotated,
     check_parts,
     exception_reason,
     guarded,
-    is_fatal,
     is_oom,
     time_mode,
 )
-from .timing import Stats, rotation_sets
+from .timing import rotation_sets
 
 FA4 = "fa4"  # impls.all_impls' name of FlashAttention-4
 FA4_MODULE = "flash_attn.cute"
@@ -163,32 +161,29 @@ class FeatureRunner(CaseRunner):
         shared = {}
         # Round 1 checks and times one implementation after another, fa3lite last as in the grid (a
         # fault of the kernels under test leaves the peers measured); the further rounds time every
-        # job again, rotated (runner._rotated), the per-call times pooled.
-        jobs, times = [], {}   # jobs: (impl, mode, bound) whose check passed; times: job -> [ms]
+        # job again, rotated (runner.CaseTimings), the per-call times pooled.
+        timings = CaseTimings(
+            self, out, case.label, lambda bound, mode: time_mode(self.timer, bound, shared["inputs"], mode),
+            lambda impl, mode, status, reason: out.append(
+                FeatureMeasurement(impl.name, case, mode, status, reason=reason, deterministic=impl.deterministic)))
         for impl in sorted(self._live(case), key=lambda i: i.name in FA3LITE_IMPLS):
             stop = self._stop_reason()
             if stop:
                 out += self._rows(impl, case, SKIPPED, stop)
             else:
                 for job in self._jobs(out, impl, case, shared):
-                    times[len(jobs)] = []
-                    jobs.append(job)
-                    self._time_job(out, case, shared, job, times, len(jobs) - 1)
-                self._note_fatal(out, impl, case)
+                    timings.add(job)
+                self._note_fatal(out, impl, case.label)
             self._cleanup()
             self._advance(case, impl)
-        for r in range(1, self.rounds):
-            for n in _rotated(jobs, r):
-                self._time_job(out, case, shared, jobs[n], times, n)
-        for n, pooled in times.items():
-            impl, mode, _ = jobs[n]
-            if pooled:
-                out.append(FeatureMeasurement(impl.name, case, mode, OK, Stats.of(pooled),
-                                              deterministic=impl.deterministic))
-            else:   # a job left untimed: a CUDA fault came before its first round
+        timings.later_rounds()
+        for impl, mode, stats in timings.pooled():
+            if stats is not None:
+                out.append(FeatureMeasurement(impl.name, case, mode, OK, stats, deterministic=impl.deterministic))
+            else:
                 out.append(FeatureMeasurement(impl.name, case, mode, SKIPPED, reason=self.fatal,
                                               deterministic=impl.deterministic))
-        del jobs
+        del timings
         shared.clear()
         self._cleanup()
         order = {i.name: n for n, i in enumerate(self.impls)}
@@ -221,21 +216,6 @@ class FeatureRunner(CaseRunner):
             else:
                 out.append(self._untimed(impl, case, mode, verdict))
         return jobs
-
-    def _time_job(self, out, case, shared: dict, job, times: dict, n: int):
-        """One timing run of job n, its per-call times added to times[n]. A refusal is the job's row
-        and ends it (n leaves `times`); nothing runs after a CUDA fault."""
-        if self.fatal or n not in times:
-            return
-        impl, mode, bound = job
-        try:
-            times[n] += guarded(functools.partial(time_mode, self.timer, bound, shared["inputs"], mode))
-        except Refused as r:
-            out.append(FeatureMeasurement(impl.name, case, mode, r.status, reason=r.reason,
-                                          deterministic=impl.deterministic))
-            del times[n]
-            self._note_fatal(out, impl, case)
-        self._cleanup()
 
     def _untimed(self, impl, case, mode, verdict) -> FeatureMeasurement:
         status, detail = verdict[PART_OF_MODE[mode]]
@@ -279,10 +259,6 @@ class FeatureRunner(CaseRunner):
         ref, pt = (packed_reference(*packed, small.seqlens, scale, small.causal, small.window, grads, dtype)
                    for dtype in (torch.float32, inputs[0].dtype))
         return inputs, ref, pt
-
-    def _note_fatal(self, out, impl, case):
-        if any(m.impl == impl.name and is_fatal(m.reason) for m in out):
-            self.fatal = f"CUDA context lost after {impl.name} at {case.label}"
 
     def _one_set(self, case: FeatureCase, generator):
         """(q, k, v, dout) in the case's layout, standard normal in its dtype."""

@@ -191,6 +191,58 @@ def _rotated(jobs, r: int) -> list[int]:
     return [n for name in order for n, (impl, _, _) in enumerate(jobs) if impl.name == name]
 
 
+class CaseTimings:
+    """The timed jobs of one case (a grid cell or a feature row): (impl, mode, bound) whose check
+    passed. Each is timed once right after its check (add), then again in every later round in rotated
+    order (later_rounds), its per-call times pooled (pooled). A refusal under the timer (an OOM, a
+    fault) becomes the job's row and ends the job; nothing is timed after a CUDA fault, and a job
+    keeps what earlier rounds gave it.
+
+    runner: the CaseRunner (fatal, rounds, cleanup); label: the case's, for the fatal message;
+    time(bound, mode) -> [ms per call]; refused(impl, mode, status, reason): add the row of a job
+    refused under the timer."""
+
+    def __init__(self, runner: "CaseRunner", out: list, label: str, time, refused):
+        self.runner, self.out, self.label = runner, out, label
+        self.time, self.refused = time, refused
+        self.jobs: list = []
+        self.times: dict[int, list[float]] = {}   # job index -> per-call ms, while the job is live
+
+    def add(self, job) -> None:
+        """A job whose check passed: timed now, its first round."""
+        self.times[len(self.jobs)] = []
+        self.jobs.append(job)
+        self._time(len(self.jobs) - 1)
+
+    def later_rounds(self, on_timed=None) -> None:
+        """Rounds 2 .. runner.rounds; on_timed(impl, started) after each job's timing (wall clocks)."""
+        for r in range(1, self.runner.rounds):
+            for n in _rotated(self.jobs, r):
+                started = self.runner.clock()
+                self._time(n)
+                if on_timed is not None:
+                    on_timed(self.jobs[n][0], started)
+
+    def pooled(self):
+        """(impl, mode, Stats) of each job not refused; Stats None for a job never timed (a CUDA
+        fault came before its first round)."""
+        for n, ms in self.times.items():
+            impl, mode, _ = self.jobs[n]
+            yield impl, mode, (Stats.of(ms) if ms else None)
+
+    def _time(self, n: int) -> None:
+        if self.runner.fatal or n not in self.times:
+            return
+        impl, mode, bound = self.jobs[n]
+        try:
+            self.times[n] += guarded(lambda: self.time(bound, mode))
+        except Refused as r:
+            self.refused(impl, mode, r.status, r.reason)
+            del self.times[n]
+            self.runner._note_fatal(self.out, impl, self.label)
+        self.runner._cleanup()
+
+
 def time_mode(timer, bound, sets, mode: str):
     """Milliseconds per call. Every mode runs as in training: inputs that require grad, grad
     mode on (the forward saves what its backward needs). bwd times the backward alone, from
@@ -257,6 +309,11 @@ class CaseRunner:
     def _cleanup(self):
         if self.device.type == "cuda" and not self.fatal:
             torch.cuda.empty_cache()
+
+    def _note_fatal(self, out, impl, label: str):
+        """`fatal` set when one of impl's rows in out reports a CUDA fault (the context is lost)."""
+        if any(m.impl == impl.name and is_fatal(m.reason) for m in out):
+            self.fatal = f"CUDA context lost after {impl.name} at {label}"
 
 
 class GridRunner(CaseRunner):
@@ -339,43 +396,32 @@ class GridRunner(CaseRunner):
             return out
         # Round 1 checks and times one implementation after another (the peers first: a fault of
         # fa3lite's then leaves them measured); the further rounds time every job again in turn.
-        jobs, times = [], {}   # jobs: (impl, mode, bound) whose check passed; times: job -> [ms]
+        timings = CaseTimings(
+            self, out, cell.label, lambda bound, mode: self._time_mode(bound, sets, mode),
+            lambda impl, mode, status, reason: self._emit(out, _measurement(impl, cell, mode, status, reason=reason)))
         for impl in self._execution_order(live):
             if self._stop_reason():
                 self._all_modes(out, impl, cell, SKIPPED, self._stop_reason())
             else:
                 started = self.clock()
                 for job in self._check_impl(out, impl, cell, sets, refs, grads):
-                    times[len(jobs)] = []
-                    jobs.append(job)
-                    self._time_job(out, cell, sets, jobs[-1], times, len(jobs) - 1)
+                    timings.add(job)
                 self._add_wall(impl, started)
-                self._note_fatal(out, impl, cell)
+                self._note_fatal(out, impl, cell.label)
             self._cleanup()
-        for r in range(1, self.rounds):
-            for n in _rotated(jobs, r):
-                started = self.clock()
-                self._time_job(out, cell, sets, jobs[n], times, n)
-                self._add_wall(jobs[n][0], started)
-        for n, pooled in times.items():
-            impl, mode, _ = jobs[n]
-            if pooled:
-                self._emit(out, _measurement(impl, cell, mode, OK, Stats.of(pooled)))
-            else:   # a job left untimed: a CUDA fault came before its first round
+        timings.later_rounds(self._add_wall)
+        for impl, mode, stats in timings.pooled():
+            if stats is not None:
+                self._emit(out, _measurement(impl, cell, mode, OK, stats))
+            else:
                 self._emit(out, _measurement(impl, cell, mode, SKIPPED, reason=self.fatal))
         for impl in live:
             self._advance(cell, impl.name)
-        del sets, refs, jobs
+        del sets, refs, timings
         self._cleanup()
         order = {i.name: n for n, i in enumerate(self.impls)}
         modes = {m: n for n, m in enumerate(self.spec.modes)}
         return sorted(out, key=lambda m: (order[m.impl], modes[m.mode]))
-
-    def _note_fatal(self, out, impl, cell):
-        for m in out:
-            if m.impl == impl.name and "CUDA fault" in m.reason:
-                self.fatal = f"CUDA context lost after {impl.name} at {cell.label}"
-                return
 
     def _scale(self, cell_or_dim) -> float:
         d = cell_or_dim if isinstance(cell_or_dim, int) else cell_or_dim.head_dim
@@ -420,21 +466,6 @@ class GridRunner(CaseRunner):
             else:
                 jobs.append((impl, mode, bound))
         return jobs
-
-    def _time_job(self, out, cell, sets, job, times: dict, n: int):
-        """One timing run of job n ((impl, mode, bound)), its per-call times added to times[n]. A
-        failure is the job's measurement and ends it (n leaves `times`); nothing runs after a CUDA
-        fault (the job keeps what earlier rounds gave it)."""
-        if self.fatal or n not in times:
-            return
-        impl, mode, bound = job
-        try:
-            times[n] += guarded(lambda: self._time_mode(bound, sets, mode))
-        except Refused as r:
-            self._emit(out, _measurement(impl, cell, mode, r.status, reason=r.reason))
-            del times[n]
-            self._note_fatal(out, impl, cell)
-        self._cleanup()
 
     def _check(self, bound, inputs, refs, grads: bool) -> dict:
         """check_parts against the reference heads."""
