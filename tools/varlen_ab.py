@@ -8,6 +8,7 @@ mean length, kind "dense"). One JSON line per (kind, d, mask), carrying the batc
                                [--lengths 2341,2341,...]   (another packed batch; the dense comparator
                                                             takes its count and mean length)
                                [--group 4]                 (GQA: query heads per K/V head)
+                               [--soak-ms 200]             (each measurement after 200 ms of the call)
 """
 import argparse
 import json
@@ -15,18 +16,22 @@ import torch
 
 from fa3lite import flash_attn_func, flash_attn_varlen_func
 from fa3lite.bench.flops import band_flops
+from fa3lite.bench.timing import soak
 
 LENGTHS = (3970, 2089, 3616, 2234, 677, 1572, 2226)   # feature_cases.varlen_lengths(16384), pinned here
 WIDTH = 2048
 
 
-def back_to_back_ms(call, repeats: int, reps: int) -> list[float]:
+def back_to_back_ms(call, repeats: int, reps: int, soak_s: float = 0.0) -> list[float]:
     """`call` once (compiles, plans), then `repeats` measurements of `reps` calls back to back between
-    CUDA events: ms per call, one figure per measurement."""
+    CUDA events, each after soak_s seconds of the same call (fa3lite.bench's soak): ms per call, one
+    figure per measurement."""
     call()
     torch.cuda.synchronize()
     ms = []
     for _ in range(repeats):
+        if soak_s > 0:
+            soak(lambda _: call(), 1, soak_s)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(reps):
@@ -46,6 +51,8 @@ def main():
     ap.add_argument("--mode", choices=("fwd", "bwd"), default="fwd")
     ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
     ap.add_argument("--group", type=int, default=1, help="query heads per K/V head (GQA)")
+    ap.add_argument("--soak-ms", type=float, default=0.0,
+                    help="each measurement after this many ms of the same call back to back (fa3lite.bench's soak)")
     args = ap.parse_args()
     lengths_varlen = tuple(int(x) for x in args.lengths.split(","))
     grad = args.mode == "bwd"
@@ -73,7 +80,8 @@ def main():
                 def call():
                     return torch.autograd.grad(out, leaves, dout, retain_graph=True)
             flops = band_flops(lengths, heads, d, causal, (-1, -1), args.mode)
-            runs = [flops / (ms * 1e-3) / 1e12 for ms in back_to_back_ms(call, args.repeats, args.reps)]
+            runs = [flops / (ms * 1e-3) / 1e12 for ms in back_to_back_ms(call, args.repeats, args.reps,
+                                                                             args.soak_ms / 1000)]
             print(json.dumps({"tag": args.tag, "lengths": args.lengths, "mode": args.mode, "kind": kind, "d": d,
                               "causal": causal, "group": args.group,
                               "tflops": [round(x, 1) for x in runs]}), flush=True)
