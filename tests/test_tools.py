@@ -87,3 +87,45 @@ def test_ab_summary_groups_by_each_tools_own_fields(tmp_path, capsys):
     assert any(line.startswith("d=64 hk=32:") and "after   150.0 (0.500)" in line for line in lines)
     assert any(line.startswith("mode=bwd S=1024:") and "before    50.0 (1.000)" in line for line in lines)
     assert any(line.startswith("lengths=5,7 kind=varlen:") and "after    42.0 (1.000)" in line for line in lines)
+
+
+def _ncu_stalls():
+    spec = importlib.util.spec_from_file_location("ncu_stalls", ROOT / "tools" / "ncu_stalls.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def test_ncu_stalls_reads_a_source_page(tmp_path):
+    """tools/ncu_stalls.py: shares of the samples, the three largest stall reasons, small instructions
+    left out unless they are sync points (a barrier with no samples still shows)."""
+    import csv
+    import gzip
+
+    path = tmp_path / "page.csv.gz"
+    with gzip.open(path, "wt", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Kernel fa3lite_bwd"])
+        w.writerow(["Address", "Source", "# Samples", "stall_wait", "stall_mio_throttle", "stall_long_sb",
+                    "stall_wait (Not Issued)"])
+        w.writerow(["0x10", "FFMA R1, R2, R3, R4", "900", "500", "300", "100", "999"])
+        w.writerow(["0x20", "IADD3 R5, R5, 0x1, RZ", "1", "1", "0", "0", "0"])
+        w.writerow(["0x30", "BAR.SYNC.DEFER_BLOCKING 0x1, 0x100", "0", "0", "0", "0", "0"])
+        w.writerow(["0x40", "MUFU.EX2 R6, R7", "99", "0", "90", "9", "0"])
+    tool = _ncu_stalls()
+    header, rows = tool.read(path)
+    out = tool.lines(header, rows, min_fraction=0.01)
+    assert out[0] == "total samples 1000"
+    assert out[1].split()[:2] == ["0", "90.00%"] and out[1].endswith("wait:500 mio_throttle:300 long_sb:100")
+    assert [line.split()[0] for line in out[1:]] == ["0", "2", "3"]   # the IADD3 (0.1%) left out
+    assert out[3].endswith("mio_throttle:90 long_sb:9")
+    assert [line.split()[0] for line in tool.lines(header, rows, first=2, last=3, min_fraction=0.01)[1:]] == ["2"]
+
+
+def test_ncu_stalls_reads_a_real_export():
+    """The format ncu wrote on the device (session 41's D = 64 backward, full mask, 4k)."""
+    tool = _ncu_stalls()
+    path = ROOT / "benchmarks" / "nvidia-h100-x1-2026-11-27" / "session41" / "ncu_round2" / "d64_s4096_c0.csv.gz"
+    header, rows = tool.read(path)
+    out = tool.lines(header, rows)
+    assert int(out[0].split()[-1]) > 0 and any("HGMMA" in line for line in out[1:])
