@@ -106,12 +106,13 @@ def test_ncu_stalls_reads_a_source_page(tmp_path):
     with gzip.open(path, "wt", newline="") as f:
         w = csv.writer(f)
         w.writerow(["Kernel fa3lite_bwd"])
-        w.writerow(["Address", "Source", "# Samples", "stall_wait", "stall_mio_throttle", "stall_long_sb",
-                    "stall_wait (Not Issued)"])
-        w.writerow(["0x10", "FFMA R1, R2, R3, R4", "900", "500", "300", "100", "999"])
-        w.writerow(["0x20", "IADD3 R5, R5, 0x1, RZ", "1", "1", "0", "0", "0"])
-        w.writerow(["0x30", "BAR.SYNC.DEFER_BLOCKING 0x1, 0x100", "0", "0", "0", "0", "0"])
-        w.writerow(["0x40", "MUFU.EX2 R6, R7", "99", "0", "90", "9", "0"])
+        w.writerow(["Address", "Source", "# Samples", "Instructions Executed", "stall_wait", "stall_mio_throttle",
+                    "stall_long_sb", "stall_wait (Not Issued)"])
+        w.writerow(["0x10", "FFMA R1, R2, R3, R4", "900", "40", "500", "300", "100", "999"])
+        w.writerow(["0x20", "IADD3 R5, R5, 0x1, RZ", "1", "10", "1", "0", "0", "0"])
+        w.writerow(["0x30", "BAR.SYNC.DEFER_BLOCKING 0x1, 0x100", "0", "2", "0", "0", "0", "0"])
+        w.writerow(["0x40", "MUFU.EX2 R6, R7", "99", "8", "0", "90", "9", "0"])
+        w.writerow(["0x50", "@!P0 FFMA R8, R2, R3, R4", "0", "40", "0", "0", "0", "0"])
     tool = _ncu_stalls()
     header, rows = tool.read(path)
     out = tool.lines(header, rows, min_fraction=0.01)
@@ -120,6 +121,10 @@ def test_ncu_stalls_reads_a_source_page(tmp_path):
     assert [line.split()[0] for line in out[1:]] == ["0", "2", "3"]   # the IADD3 (0.1%) left out
     assert out[3].endswith("mio_throttle:90 long_sb:9")
     assert [line.split()[0] for line in tool.lines(header, rows, first=2, last=3, min_fraction=0.01)[1:]] == ["2"]
+    mix = tool.opcode_lines(header, rows)   # the predicated FFMA counts as an FFMA
+    assert mix[0] == "instructions executed 100, samples 1000"
+    assert mix[1].split()[:3] == ["FFMA", "80", "80.00%"] and mix[1].endswith("90.00% of samples")
+    assert [line.split()[0] for line in mix[1:]] == ["FFMA", "IADD3", "MUFU.EX2", "BAR.SYNC.DEFER_BLOCKING"]
 
 
 def test_ncu_stalls_reads_a_real_export():

@@ -1,10 +1,13 @@
 """Per-instruction warp-stall samples from a source-page export of tools/ncu_sass.sh:
 
     python3 tools/ncu_stalls.py FILE.csv[.gz] [--range FIRST LAST] [--min-fraction 0.003]
+    python3 tools/ncu_stalls.py FILE.csv[.gz] --opcodes
 
 Prints the total sample count, then per SASS instruction (its index in the export) that has at least
 min-fraction of the samples, and every wgmma, barrier and mbarrier instruction, its share of the
-samples and its three largest stall reasons. Runs on the CPU."""
+samples and its three largest stall reasons. --opcodes: the kernel's instruction mix instead, warp
+instructions executed and samples per opcode (the mnemonic without its predicate), largest first,
+to set two kernels' mixes side by side. Runs on the CPU."""
 from __future__ import annotations
 
 import argparse
@@ -42,13 +45,43 @@ def lines(header, rows, first=0, last=None, min_fraction=0.003) -> list[str]:
     return out
 
 
+def opcode(source: str) -> str:
+    """The mnemonic of a SASS line: "@!P0 FFMA R1, ..." -> "FFMA", "MUFU.EX2 R6, R7" -> "MUFU.EX2"."""
+    words = source.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0] if words else ""
+
+
+def opcode_lines(header, rows) -> list[str]:
+    """Warp instructions executed and samples per opcode, largest first, with their shares."""
+    ix = {h: i for i, h in enumerate(header)}
+    executed: dict[str, int] = {}
+    sampled: dict[str, int] = {}
+    for r in rows:
+        op = opcode(r[ix["Source"]])
+        executed[op] = executed.get(op, 0) + int(r[ix["Instructions Executed"]] or 0)
+        sampled[op] = sampled.get(op, 0) + int(r[ix["# Samples"]] or 0)
+    n, m = sum(executed.values()), sum(sampled.values())
+    out = [f"instructions executed {n}, samples {m}"]
+    for op in sorted(executed, key=lambda o: -executed[o]):
+        if executed[op] or sampled[op]:
+            out.append(f"{op:24s} {executed[op]:14d} {100 * executed[op] / max(n, 1):6.2f}%"
+                       f" {100 * sampled[op] / max(m, 1):6.2f}% of samples")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("path", type=pathlib.Path)
     ap.add_argument("--range", nargs=2, type=int, metavar=("FIRST", "LAST"))
     ap.add_argument("--min-fraction", type=float, default=0.003)
+    ap.add_argument("--opcodes", action="store_true", help="the instruction mix per opcode instead")
     a = ap.parse_args()
     header, rows = read(a.path)
+    if a.opcodes:
+        print("\n".join(opcode_lines(header, rows)))
+        return
     first, last = a.range or (0, None)
     print("\n".join(lines(header, rows, first, last, a.min_fraction)))
 
