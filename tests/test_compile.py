@@ -7,8 +7,8 @@ import pytest
 
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
 from fa3lite.runtime import cache
-from fa3lite.runtime.inspect import (instructions, kernel_info, mask_select_runs, overlap_window, sass_text,
-                                     spec_info)
+from fa3lite.runtime.inspect import (instructions, kernel_info, mask_select_runs, opcode_counts, overlap_window,
+                                     sass_text, spec_info)
 from fa3lite.hopper.common import OFFSET_LIMIT
 from fa3lite.hopper.combine import all_combine_variants
 from fa3lite.variants import (FWD_PARAMS, FWD_TILES, SOFTCAP_MAX_BLOCK_N, SOFTCAP_TILES, FwdTile, FwdVariant,
@@ -229,3 +229,18 @@ def test_kernel_info_rejects_unknown_kind_and_variant():
         kernel_info("sideways")
     with pytest.raises(ValueError, match="head_dim"):
         kernel_info("fwd", head_dim=80)
+
+
+@pytest.mark.parametrize("kind,head_dim", [("fwd", 64), ("fwd", 128), ("fwd", 256), ("bwd", 64), ("bwd", 128),
+                                           ("bwd", 256)])
+def test_descriptor_steps_are_64_bit_adds(kind, head_dim):
+    """A k-step's wgmma descriptor is its tile's descriptor plus a constant, one 64-bit uniform add
+    (UIADD3.64) over the opaque base (cuda_src/ptx/wgmma.cuh desc_sw128_at). Where ptxas saw the
+    halves it re-paired them for every wgmma (an add and a UMOV per operand; under 3 UIADD3.64 in
+    each of these kernels, over 16 now), and the D = 64 backward's main loop ran 735 instead of 688
+    instructions (benchmarks/RESULTS.md section 42)."""
+    from fa3lite.hopper import bwd as hopper_bwd
+
+    v = FwdVariant(head_dim, "bf16", True) if kind == "fwd" else hopper_bwd.BwdVariant(head_dim, "bf16", True)
+    counts = opcode_counts(sass_text(compile_spec(v.spec()).cubin))
+    assert counts["UIADD3.64"] >= counts["HGMMA"] // 4, (counts["UIADD3.64"], counts["HGMMA"])
