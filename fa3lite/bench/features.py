@@ -164,8 +164,8 @@ class FeatureRunner(CaseRunner):
         # job again, rotated (runner.CaseTimings), the per-call times pooled.
         timings = CaseTimings(
             self, out, case.label, lambda bound, mode: time_mode(self.timer, bound, shared["inputs"], mode),
-            lambda impl, mode, status, reason: out.append(
-                FeatureMeasurement(impl.name, case, mode, status, reason=reason, deterministic=impl.deterministic)))
+            lambda impl, mode, status, stats=None, reason="": out.append(
+                FeatureMeasurement(impl.name, case, mode, status, stats, reason, deterministic=impl.deterministic)))
         for impl in sorted(self._live(case), key=lambda i: i.name in FA3LITE_IMPLS):
             stop = self._stop_reason()
             if stop:
@@ -177,12 +177,7 @@ class FeatureRunner(CaseRunner):
             self._cleanup()
             self._advance(case, impl)
         timings.later_rounds()
-        for impl, mode, stats in timings.pooled():
-            if stats is not None:
-                out.append(FeatureMeasurement(impl.name, case, mode, OK, stats, deterministic=impl.deterministic))
-            else:
-                out.append(FeatureMeasurement(impl.name, case, mode, SKIPPED, reason=self.fatal,
-                                              deterministic=impl.deterministic))
+        timings.add_pooled_rows()
         del timings
         shared.clear()
         self._cleanup()

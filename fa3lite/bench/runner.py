@@ -194,17 +194,17 @@ def _rotated(jobs, r: int) -> list[int]:
 class CaseTimings:
     """The timed jobs of one case (a grid cell or a feature row): (impl, mode, bound) whose check
     passed. Each is timed once right after its check (add), then again in every later round in rotated
-    order (later_rounds), its per-call times pooled (pooled). A refusal under the timer (an OOM, a
+    order (later_rounds), its per-call times pooled (add_pooled_rows). A refusal under the timer (an OOM, a
     fault) becomes the job's row and ends the job; nothing is timed after a CUDA fault, and a job
     keeps what earlier rounds gave it.
 
     runner: the CaseRunner (fatal, rounds, cleanup); label: the case's, for the fatal message;
-    time(bound, mode) -> [ms per call]; refused(impl, mode, status, reason): add the row of a job
-    refused under the timer."""
+    time(bound, mode) -> [ms per call]; row(impl, mode, status, stats=None, reason=""): add a job's
+    row to out (a refusal's, and the pooled ones at the end)."""
 
-    def __init__(self, runner: "CaseRunner", out: list, label: str, time, refused):
+    def __init__(self, runner: "CaseRunner", out: list, label: str, time, row):
         self.runner, self.out, self.label = runner, out, label
-        self.time, self.refused = time, refused
+        self.time, self.row = time, row
         self.jobs: list = []
         self.times: dict[int, list[float]] = {}   # job index -> per-call ms, while the job is live
 
@@ -223,12 +223,15 @@ class CaseTimings:
                 if on_timed is not None:
                     on_timed(self.jobs[n][0], started)
 
-    def pooled(self):
-        """(impl, mode, Stats) of each job not refused; Stats None for a job never timed (a CUDA
-        fault came before its first round)."""
+    def add_pooled_rows(self) -> None:
+        """Each job not refused: its row with the pooled Stats, or SKIPPED with runner.fatal for a job
+        never timed (a CUDA fault came before its first round)."""
         for n, ms in self.times.items():
             impl, mode, _ = self.jobs[n]
-            yield impl, mode, (Stats.of(ms) if ms else None)
+            if ms:
+                self.row(impl, mode, OK, Stats.of(ms))
+            else:
+                self.row(impl, mode, SKIPPED, reason=self.runner.fatal)
 
     def _time(self, n: int) -> None:
         if self.runner.fatal or n not in self.times:
@@ -237,7 +240,7 @@ class CaseTimings:
         try:
             self.times[n] += guarded(lambda: self.time(bound, mode))
         except Refused as r:
-            self.refused(impl, mode, r.status, r.reason)
+            self.row(impl, mode, r.status, reason=r.reason)
             del self.times[n]
             self.runner._note_fatal(self.out, impl, self.label)
         self.runner._cleanup()
@@ -398,7 +401,8 @@ class GridRunner(CaseRunner):
         # fa3lite's then leaves them measured); the further rounds time every job again in turn.
         timings = CaseTimings(
             self, out, cell.label, lambda bound, mode: self._time_mode(bound, sets, mode),
-            lambda impl, mode, status, reason: self._emit(out, _measurement(impl, cell, mode, status, reason=reason)))
+            lambda impl, mode, status, stats=None, reason="": self._emit(
+                out, _measurement(impl, cell, mode, status, stats, reason)))
         for impl in self._execution_order(live):
             if self._stop_reason():
                 self._all_modes(out, impl, cell, SKIPPED, self._stop_reason())
@@ -410,11 +414,7 @@ class GridRunner(CaseRunner):
                 self._note_fatal(out, impl, cell.label)
             self._cleanup()
         timings.later_rounds(self._add_wall)
-        for impl, mode, stats in timings.pooled():
-            if stats is not None:
-                self._emit(out, _measurement(impl, cell, mode, OK, stats))
-            else:
-                self._emit(out, _measurement(impl, cell, mode, SKIPPED, reason=self.fatal))
+        timings.add_pooled_rows()
         for impl in live:
             self._advance(cell, impl.name)
         del sets, refs, timings
