@@ -274,6 +274,19 @@ def test_masked_block_is_branch_free(head_dim, causal, softcap):
     assert runs and all(r >= entries for r in runs), runs
 
 
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+def test_row_statistics_loads_share_an_address_register(head_dim):
+    """A stage's LSE / dPsum loads are one address register plus an offset in each load (LDS
+    [R+imm]; bwd_softmax.cuh load_row_stats over smem_vec::opaque). Where the compiler saw that the
+    adds touched no set bits it made them ORs, which ptxas does not fold: one register and one LOP3
+    per load, 32 of each in the D = 64 backward (main loop 688 instead of 655 instructions;
+    benchmarks/RESULTS.md section 43)."""
+    v = hopper_bwd.BwdVariant(head_dim, "bf16", False)
+    loads = [op for op in instructions(sass_text(compile_spec(v.spec()).cubin)) if op.startswith("LDS.64 ")]
+    bases = {op.split("[", 1)[1].split("+", 1)[0].rstrip("]") for op in loads}
+    assert len(loads) == v.block_m // (8 if v.wide else 4) and len(bases) <= 2, loads   # LSE and dPsum
+
+
 def test_params_and_smem_layout_are_asserted_in_the_kernel():
     spec = hopper_bwd.BwdVariant(64, "fp16", True).spec()
     for name in ("FA3LITE_PARAMS_SIZE", "FA3LITE_SMEM_BYTES"):

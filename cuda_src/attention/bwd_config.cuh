@@ -64,8 +64,11 @@ constexpr int kWgKeys = kWide ? kBlockN : kBlockN / kConsumerWarpgroups;     // 
 constexpr int kWgCols = kWide ? kHeadDim / kConsumerWarpgroups : kHeadDim;   // columns of a WG's dK/dV
 constexpr int kWgQueries = kWide ? kBlockM / kConsumerWarpgroups : kBlockM;  // query columns of a WG's S^T
 
-constexpr int kProducerRegs = 24;
-constexpr int kConsumerRegs = 240;
+// Registers per thread after setmaxnreg, within what the launch holds (static_assert below). D > 128:
+// the D = 256 causal producer loop and turn keeper spilled 20-44 bytes in 24 registers under NVRTC
+// 13.5 (none under 13.0); the consumers there need no more than 232.
+constexpr int kProducerRegs = kWide ? 32 : 24;
+constexpr int kConsumerRegs = kWide ? 232 : 240;
 
 constexpr int kElemBytes = 2;
 constexpr int kSwizzleCols = 64;                         // 16-bit elements in one 128-byte swizzle row
@@ -123,7 +126,11 @@ static_assert(kNeedDkv || !kDkvF32, "f32 dK/dV only in a variant that computes d
 static_assert(kBlockM == kSwizzleCols || (kBlockM == 2 * kSwizzleCols && kHeadDim == 64),
               "query steps of 64, or of 128 at D = 64 (dS^T: one or two 64-column blocks)");
 static_assert(kDqN % kSwizzleCols == 0, "dQ column tiles start on swizzle-atom boundaries");
-static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * kConsumerThreads <= 65536, "register file");
+// setmaxnreg moves registers inside the CTA's pool: what the launch gave each thread (65536 / kThreads,
+// in steps of 8: 168), never the whole register file; past it the consumers' increase never returns.
+constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
+static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * kConsumerThreads <= kLaunchRegs * kThreads,
+              "register pool");
 
 // kDsFull is used whenever dS^T goes through smem (kDsViaSmem), every other barrier only with kNeedDq.
 // Narrow: each consumer warpgroup hands its own part of a dQ tile to the writer warp of the tile's

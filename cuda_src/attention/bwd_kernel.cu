@@ -17,14 +17,20 @@ using namespace fa3lite::attn::bwd;
 extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __grid_constant__ BwdParams p) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const BwdSmem sm{(smem_addr(smem_raw) + kSmemAlign - 1) & ~static_cast<u32>(kSmemAlign - 1)};
-  const BwdTile t = bwd_tile_of_block(p);
-  // kVarlen: the grid pads every sequence to max_seqlen_k; a key block past its sequence's keys has
-  // nothing to compute or write, and leaves before the set-up (an SM runs one CTA at a time).
-  if (kVarlen && t.n_block >= t.n_blocks) return;
+  // Each role makes its tile after its register move (setmaxnreg), not here: values made before the
+  // split live across it, into the producer warpgroup's 24 registers, and NVRTC 13.5 spilled two of
+  // them at D = 256 causal (13.0 did not). kVarlen: the grid pads every sequence to max_seqlen_k; a
+  // key block past its sequence's keys has nothing to compute or write, and leaves before the set-up
+  // (an SM runs one CTA at a time).
+  if (kVarlen) {
+    const BwdTile t = bwd_tile_of_block(p);
+    if (t.n_block >= t.n_blocks) return;
+  }
   const int wg = warpgroup::index();
 
   if (threadIdx.x == 0) {
     trace::mark(blockIdx.x, 1);
+    const BwdTile t = bwd_tile_of_block(p);   // dead code unless FA3LITE_TRACE (trace.cuh)
     trace::place(blockIdx.x, t.m_end - visit_first(t));
     mbar::init(sm.kv_full(), 1);
     for (int s = 0; s < kStages; ++s) {
@@ -38,6 +44,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
 
   if (wg == 0) {
     warpgroup::setmaxnreg_dec<kProducerRegs>();
+    const BwdTile t = bwd_tile_of_block(p);
     const int warp = threadIdx.x / 32;
     if (warp == 0) {
       if (warp::elect_one()) bwd_producer(p, sm, t);
@@ -53,6 +60,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
     }
   } else {
     warpgroup::setmaxnreg_inc<kConsumerRegs>();
+    const BwdTile t = bwd_tile_of_block(p);
     if constexpr (kWide) {
       bwd_consumer_wide(p, sm, t, wg - 1, threadIdx.x % kWarpgroupThreads);
     } else {

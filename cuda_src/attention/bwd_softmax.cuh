@@ -27,9 +27,9 @@ __device__ __forceinline__ u32 stat_at(u32 row, int col) { return row + 4 * col;
 // address `row`.
 template <int N>
 __device__ __forceinline__ void load_row_stats(u32 row, int tid, float (&v)[N / 4]) {
-  const int cb = frag::col_base(tid);
+  const u32 first = smem_vec::opaque(stat_at(row, frag::col_base(tid)));   // one register, offsets in the loads
 #pragma unroll
-  for (int j = 0; j < N / 8; ++j) smem_vec::ld_v2_f32(stat_at(row, 8 * j + cb), v[2 * j], v[2 * j + 1]);
+  for (int j = 0; j < N / 8; ++j) smem_vec::ld_v2_f32(stat_at(first, 8 * j), v[2 * j], v[2 * j + 1]);
 }
 
 // Step 1 reads the LSE array, except with softcap (step 2 loads what it needs itself; see there).
