@@ -277,7 +277,7 @@ def test_masked_block_is_branch_free(head_dim, causal, softcap):
 @pytest.mark.parametrize("head_dim", [64, 128, 256])
 def test_row_statistics_loads_share_an_address_register(head_dim):
     """A stage's LSE / dPsum loads are one address register plus an offset in each load (LDS
-    [R+imm]; bwd_softmax.cuh load_row_stats over smem_vec::opaque). Where the compiler saw that the
+    [R+imm]; bwd_softmax.cuh load_row_stats over compiler::opaque). Where the compiler saw that the
     adds touched no set bits it made them ORs, which ptxas does not fold: one register and one LOP3
     per load, 32 of each in the D = 64 backward (main loop 688 instead of 655 instructions;
     benchmarks/RESULTS.md section 43)."""

@@ -11,6 +11,7 @@
 // LSE/dPsum values come from the stage's rows in shared memory (the producer loads them with Q and
 // dO), N/8 float2 per thread; the 8 lanes that share a column read one address (a broadcast).
 #pragma once
+#include "../ptx/compiler.cuh"
 #include "../ptx/math.cuh"
 #include "../ptx/smem_vec.cuh"
 #include "bwd_config.cuh"
@@ -27,7 +28,7 @@ __device__ __forceinline__ u32 stat_at(u32 row, int col) { return row + 4 * col;
 // address `row`.
 template <int N>
 __device__ __forceinline__ void load_row_stats(u32 row, int tid, float (&v)[N / 4]) {
-  const u32 first = smem_vec::opaque(stat_at(row, frag::col_base(tid)));   // one register, offsets in the loads
+  const u32 first = compiler::opaque(stat_at(row, frag::col_base(tid)));   // one register, offsets in the loads
 #pragma unroll
   for (int j = 0; j < N / 8; ++j) smem_vec::ld_v2_f32(stat_at(first, 8 * j), v[2 * j], v[2 * j + 1]);
 }

@@ -10,16 +10,6 @@ __device__ __forceinline__ void st_v4_f32(u32 addr, float a, float b, float c, f
   asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
 
-// The same shared address, opaque to the compiler (no volatile: identical ones still merge). Loads
-// at opaque(a) + constant keep their adds, which ptxas folds into the instruction (LDS [R+imm]), so a
-// row of loads shares one address register. Where the compiler knew a's low bits were clear it made
-// each add an OR, which ptxas does not fold: one LOP3 per load.
-__device__ __forceinline__ u32 opaque(u32 addr) {
-  u32 y;
-  asm("mov.b32 %0, %1;" : "=r"(y) : "r"(addr));
-  return y;
-}
-
 // Load 8 bytes (2 f32); addr must be 8-byte aligned.
 __device__ __forceinline__ void ld_v2_f32(u32 addr, float& a, float& b) {
   asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(a), "=f"(b) : "r"(addr) : "memory");

@@ -1,5 +1,6 @@
 // wgmma control, shared-memory matrix descriptors and the per-shape MMA wrappers.
 #pragma once
+#include "compiler.cuh"
 #include "types.cuh"
 #include "wgmma_ops.cuh"
 
@@ -37,20 +38,12 @@ __device__ __forceinline__ constexpr u32 desc_hi_sw128(u32 sbo_bytes) {
   return ((sbo_bytes & 0x3FFFF) >> 4) | (1u << 30);
 }
 
-// The same 64-bit value, opaque to the compiler (no volatile: identical ones still merge). See
-// desc_sw128_at.
-__device__ __forceinline__ u64 opaque(u64 x) {
-  u64 y;
-  asm("mov.b64 %0, %1;" : "=l"(y) : "l"(x));
-  return y;
-}
-
 // Descriptor of the operand at tile + offset_bytes (offset a multiple of 16). The step goes onto
 // the whole 64-bit descriptor (no carry reaches the high word, above), whose halves the compiler
 // does not see: one 64-bit uniform add per wgmma operand. Seen through, it added to the low word
 // and paired it with the high word again for every wgmma (two instructions, three for some).
 __device__ __forceinline__ u64 desc_sw128_at(u32 tile, u32 offset_bytes, u32 lbo_bytes, u32 sbo_bytes) {
-  const u64 base = opaque((static_cast<u64>(desc_hi_sw128(sbo_bytes)) << 32) | desc_lo(tile, lbo_bytes));
+  const u64 base = compiler::opaque((static_cast<u64>(desc_hi_sw128(sbo_bytes)) << 32) | desc_lo(tile, lbo_bytes));
   return base + (offset_bytes >> 4);
 }
 
