@@ -8,6 +8,7 @@ mean length, kind "dense"). One JSON line per (kind, d, mask), carrying the batc
                                [--lengths 2341,2341,...]   (another packed batch; the dense comparator
                                                             takes its count and mean length)
                                [--group 4]                 (GQA: query heads per K/V head)
+                               [--masks causal]            (one mask; default full,causal)
                                [--soak-ms 200]             (each measurement after 200 ms of the call)
 """
 import argparse
@@ -51,6 +52,7 @@ def main():
     ap.add_argument("--mode", choices=("fwd", "bwd"), default="fwd")
     ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
     ap.add_argument("--group", type=int, default=1, help="query heads per K/V head (GQA)")
+    ap.add_argument("--masks", default="full,causal", help="masks to time: full, causal or full,causal")
     ap.add_argument("--soak-ms", type=float, default=0.0,
                     help="each measurement after this many ms of the same call back to back (fa3lite.bench's soak)")
     args = ap.parse_args()
@@ -65,7 +67,8 @@ def main():
                    for h in (heads, heads // args.group, heads // args.group))
         dq, dk, dv = (torch.randn(len(lengths_varlen), mean, h, d, device="cuda", dtype=torch.bfloat16,
                                   requires_grad=grad) for h in (heads, heads // args.group, heads // args.group))
-        for kind, causal in ((kind, causal) for kind in ("varlen", "dense") for causal in (False, True)):
+        masks = [m == "causal" for m in args.masks.split(",")]
+        for kind, causal in ((kind, causal) for kind in ("varlen", "dense") for causal in masks):
             lengths = lengths_varlen if kind == "varlen" else (mean,) * len(lengths_varlen)
 
             def forward():

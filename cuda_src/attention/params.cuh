@@ -62,8 +62,9 @@ struct FwdParams {
   i32 num_splits;       // kSplit: CTAs sharing one query tile's keys (1 without kSplit)
   i32 pack_group;       // kVarlen: rows per query position (packed GQA: a group's query heads of one
                         // position on adjacent rows, sharing the K/V head; mask.cuh); 1 otherwise
-  i32 lpt_heads;        // kIsCausal, fixed lengths: > 0 tiles go longest first in groups of this many
-                        // (head, batch) pairs (scheduler.cuh tile_of); 0 head by head
+  i32 lpt_heads;        // kIsCausal: > 0 tiles go longest first in groups of this many (head, batch)
+                        // pairs (scheduler.cuh tile_of), kVarlenTiles: of a sequence's heads
+                        // (varlen_tile); 0 head by head
   i32 row_group;        // kSplit: rows per group of the q map and of O / LSE (above); 1: plain rows
   i32 q_tile_bytes;     // kSplit: bytes one Q box brings (row_group * its positions * D * 2; kBlockM
                         // rows, or fewer: a sequence's rows that fit one tile but do not divide it)

@@ -198,11 +198,13 @@ struct SeqCursor {
 };
 
 // Every lane of the producer warp: the index tile_of() reads (every sequence padded to
-// p.num_m_blocks) of claim `claim` in the numbering of real tiles: sequence by sequence, each
-// sequence's heads, each head's query blocks (last first with a causal mask, as tile_of orders
-// them); p.num_tiles once the claim is past the last sequence. The lanes count the tiles of 32
-// sequences at a time and a prefix sum finds the claim's. A length past max_seqlen_q (malformed)
-// counts p.num_m_blocks blocks, as a padded launch would run.
+// p.num_m_blocks) of claim `claim` in the numbering of real tiles: sequence by sequence, within a
+// sequence head by head, each head's query blocks in order; p.num_tiles once the claim is past the
+// last sequence. With a causal mask and p.lpt_heads a sequence's tiles go longest first within groups
+// of its heads (launch_order.cuh, as tile_of orders fixed lengths): head by head, a batch's last
+// claims held its last sequence's last heads' longest tiles, which ran on alone. The lanes count the
+// tiles of 32 sequences at a time and a prefix sum finds the claim's. A length past max_seqlen_q
+// (malformed) counts p.num_m_blocks blocks, as a padded launch would run.
 __device__ __forceinline__ int varlen_tile(const FwdParams& p, SeqCursor& c, int claim) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int seqs = num_seqs(p);
@@ -219,10 +221,12 @@ __device__ __forceinline__ int varlen_tile(const FwdParams& p, SeqCursor& c, int
     c.base = start + __shfl_sync(0xffffffffu, before, l);
     c.count = __shfl_sync(0xffffffffu, n, l);
   }
-  const int local = claim - c.base;
   const int blocks = c.count / p.num_heads_q;
-  const int head = local / blocks;
-  const int j = local % blocks;
+  const unsigned group = kIsCausal ? static_cast<unsigned>(p.lpt_heads) : 0u;
+  const LaunchSlot s = launch_slot(static_cast<unsigned>(claim - c.base), static_cast<unsigned>(blocks),
+                                   static_cast<unsigned>(p.num_heads_q), group);
+  const int head = static_cast<int>(s.pair);
+  const int j = static_cast<int>(s.tile);   // 0: the sequence's longest tile with a causal mask
   const int m_block = kIsCausal ? blocks - 1 - j : j;
   const int m_rev = kIsCausal ? p.num_m_blocks - 1 - m_block : m_block;
   return (c.seq * p.num_heads_q + head) * p.num_m_blocks + m_rev;
