@@ -390,7 +390,7 @@ def _trace_split(b, length):
     t = used[:, 1:].astype(np.float64)
     t[t == 0] = np.nan
     t = (t - np.nanmin(t)) / 1e3
-    names = {5: "cta_start", 6: "maps_made", 1: "tile_start", 2: "q_ready", 3: "loop_end", 4: "epilogue_end"}
+    names = {5: "cta_start", 6: "maps_ready", 1: "tile_start", 2: "q_ready", 3: "loop_end", 4: "epilogue_end"}
     out = {"B": b, "L": length, "ctas": int(len(used)),
            "blocks": sorted({int(x) for x in (used[:, 0] >> 32)})}
     for slot, name in names.items():

@@ -40,7 +40,7 @@ WAIT_NAMES = {"bwd": {0: "consumer_q_full", 1: "consumer_do_full", 2: "producer_
               "fwd": {0: "consumer_k_full", 1: "consumer_v_full", 2: "producer_kv_empty"}}
 # Event slots per kernel (trace.cuh slot 0 is the SM id and block count).
 NAMES = {
-    "fwd": {1: "tile_start", 2: "q_ready", 3: "loop_end", 4: "epilogue_end", 5: "cta_start", 6: "maps_made"},
+    "fwd": {1: "tile_start", 2: "q_ready", 3: "loop_end", 4: "epilogue_end", 5: "cta_start", 6: "maps_ready"},
     "bwd": {1: "cta_start", 2: "first_q_ready", 3: "wg0_loop_end", 4: "wg0_end", 5: "writer_end",
             6: "first_block_end", 7: "wg1_end"},
 }

@@ -111,6 +111,7 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
   u32 q_round = 0;   // tiles with visible keys so far: Q loads and q_empty phases
   int handoffs = 0;
   SeqCursor cursor;
+  SeqMapSets maps;
   for (int idx = producer_first_tile(p, cursor, handoffs, leader); idx < p.num_tiles;
        idx = producer_next_tile(p, idx, cursor, handoffs, leader)) {
     const Tile t = tile_of(p, idx);
@@ -119,16 +120,14 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
     const KeyBlocks kb = key_blocks(p, sq, t);
     // Maps and coordinates: the tensors' own (batch t.batch; kVarlen: batch 0 at the sequence's first
     // rows), or kSeqMaps the sequence's copies (rows from 0). kPaged: K and V rows are the pool's.
-    const TmaDesc* map_q = kSeqMaps ? seq_map(p, q_round, 0) : &p.q;
-    const TmaDesc* map_k = kSeqMaps ? seq_map(p, q_round, 1) : &p.k;
-    const TmaDesc* map_v = kSeqMaps ? seq_map(p, q_round, 2) : &p.v;
+    const u32 set = kSeqMaps && kb.end > kb.begin ? maps.of(p, t.batch, sq, leader) : 0u;
+    if (kSeqMaps && leader && kb.end > kb.begin) trace::mark(static_cast<unsigned>(idx), 6);   // made or reused
+    const TmaDesc* map_q = kSeqMaps ? seq_map(p, set, 0) : &p.q;
+    const TmaDesc* map_k = kSeqMaps ? seq_map(p, set, 1) : &p.k;
+    const TmaDesc* map_v = kSeqMaps ? seq_map(p, set, 2) : &p.v;
     const int batch = kVarlen ? 0 : t.batch;
     const int q_row0 = kSeqMaps ? 0 : sq.q_start;
     const int k_row0 = kSeqMaps || kPaged ? 0 : sq.k_start;
-    if (kSeqMaps && leader && kb.end > kb.begin) {
-      make_seq_maps(p, sq, q_round);
-      trace::mark(static_cast<unsigned>(idx), 6);
-    }
     // kb.begin >= kb.end: nothing visible; the consumers write zeros and -inf without any load.
     if (kQStages == 2 && kb.end > kb.begin) produce_q(p, sm, map_q, t, q_row0, batch, q_round, leader);
     for (int n = kb.end - 1; n >= kb.begin; --n) {

@@ -135,10 +135,12 @@ __device__ __forceinline__ KeyBlocks key_blocks(const FwdParams& p, const Seq& s
 
 // kSeqMaps: the CTA's copies of the q, k, v maps, pointed at its sequence's rows and cut at its end,
 // so that TMA boxes past the end arrive as zeros (not the next sequence's rows). One thread.
-// A persistent CTA keeps two sets and writes set (j % 2) for its j-th tile with keys: copies through
-// a map may still be in flight when the producer moves on, but those of tile j - 2 have all landed
-// by then (tile j - 1's Q load waited for q_empty, which the consumers arrive on once they are done
-// with tile j - 2's Q, after its every K/V stage arrived).
+// A persistent CTA keeps two sets (SeqMapSets): its tiles of the sequence whose maps it made last
+// reuse them, and another sequence's go into the other set, which no tile used since tile j - 2 or
+// earlier (j counting tiles with keys). Copies through a map may still be in flight when the
+// producer moves on, but those of tile j - 2 have all landed by then (tile j - 1's Q load waited for
+// q_empty, which the consumers arrive on once they are done with tile j - 2's Q, after its every K/V
+// stage arrived).
 constexpr int kMapSets = kPersistent ? 2 : 1;
 
 __device__ __forceinline__ TmaDesc* seq_map_set(const FwdParams& p, u32 set) {
@@ -159,6 +161,24 @@ __device__ __forceinline__ void make_seq_maps(const FwdParams& p, const Seq& s, 
 #pragma unroll
   for (int i = 0; i < 3; ++i) tma::fence_map_acquire(slots + i);   // this thread issues the copies
 }
+
+// Producer warp (every lane alike): which set holds the maps of which sequence. Making a set costs
+// the tile's first load a round trip through the tensor-map proxy; a persistent CTA's claims often
+// stay in one sequence (its heads' tiles come one after another), and those reuse the set.
+struct SeqMapSets {
+  int seq = -1;   // the sequence whose maps `set` holds (-1: none yet)
+  u32 set = 0;
+
+  // The set with sequence `batch`'s maps (s), made now (by the leader) if it is not the last one made.
+  __device__ __forceinline__ u32 of(const FwdParams& p, int batch, const Seq& s, bool leader) {
+    if (batch != seq) {
+      seq = batch;
+      set ^= 1u;
+      if (leader) make_seq_maps(p, s, set);
+    }
+    return set;
+  }
+};
 
 // Threads at the hand-off barriers: every consumer thread and the producer warp (kTileEmpty); one
 // consumer warpgroup and the producer warp (kTileFullWg0 + w).
