@@ -136,11 +136,11 @@ __device__ __forceinline__ KeyBlocks key_blocks(const FwdParams& p, const Seq& s
 // kSeqMaps: the CTA's copies of the q, k, v maps, pointed at its sequence's rows and cut at its end,
 // so that TMA boxes past the end arrive as zeros (not the next sequence's rows). One thread.
 // A persistent CTA keeps two sets (SeqMapSets): its tiles of the sequence whose maps it made last
-// reuse them, and another sequence's go into the other set, which no tile used since tile j - 2 or
-// earlier (j counting tiles with keys). Copies through a map may still be in flight when the
-// producer moves on, but those of tile j - 2 have all landed by then (tile j - 1's Q load waited for
-// q_empty, which the consumers arrive on once they are done with tile j - 2's Q, after its every K/V
-// stage arrived).
+// reuse them, and another sequence's go into the other set. Counting the CTA's tiles with keys, tile
+// j - 1 used the current set, so the other one was last used by tile j - 2 or earlier. Copies through
+// a map may still be in flight when the producer moves on, but those of tile j - 2 have all landed
+// by then (tile j - 1's Q load waited for q_empty, which the consumers arrive on once they are done
+// with tile j - 2's Q, after its every K/V stage arrived).
 constexpr int kMapSets = kPersistent ? 2 : 1;
 
 __device__ __forceinline__ TmaDesc* seq_map_set(const FwdParams& p, u32 set) {
