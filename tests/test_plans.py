@@ -84,3 +84,27 @@ def test_the_append_kernel_takes_only_what_it_can_copy_in_16_byte_chunks(monkeyp
     assert call(k_cache=torch.zeros(5, 16, hk, d + 4, dtype=torch.bfloat16)[..., :d]) is None   # stride of 68
     assert call(seqlens=torch.zeros(2 * b, dtype=torch.int32)[::2]) is None
     assert call(table=torch.zeros(4, b, dtype=torch.int32).t()) is None
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_causal_varlen_forward_claims_each_sequence_longest_first_in_head_groups(monkeypatch, causal):
+    """The persistent varlen forward's parameter block: with a causal mask lpt_heads sizes the head
+    groups of each sequence's longest-first claim order (scheduler.cuh varlen_tile) from the longest
+    key range's K and V rows against half of L2 (common.lpt_group); without a mask it is 0 (head by
+    head, block by block)."""
+    from fa3lite.hopper import varlen
+    from fa3lite.variants import FWD_PARAMS
+
+    monkeypatch.setattr(varlen.fwd, "_loaded", lambda variant, dev: launch.Loaded(0, variant.smem_bytes, "fwd"))
+    monkeypatch.setattr(varlen, "device_index", lambda t: 0)
+    monkeypatch.setattr(varlen, "sm_count", lambda dev: 132)
+    monkeypatch.setattr(common, "l2_bytes", lambda device: 50 * 2**20)
+    monkeypatch.setattr(varlen.tma, "MapMaker", lambda *args: None)
+    total, heads, d, longest = 4096, 16, 128, 3970
+    q, k, v = (torch.empty(total, heads, d, dtype=torch.bfloat16) for _ in range(3))
+    mask = common.band(causal, 0, None)
+    plan = varlen._VarlenPlan(q, k, v, 7, longest, longest, d ** -0.5, mask, 0.0, False, -1)
+    offset = FWD_PARAMS.offsets["lpt_heads"]
+    got = int.from_bytes(plan.template[offset:offset + 4], "little", signed=True)
+    # 3970 keys of K and V at d = 128, bf16: 2 MB a head; 25 MB hold 12, the power of two below: 8
+    assert got == (8 if causal else 0)
