@@ -23,6 +23,8 @@
 #   peers_part / peers_last   the same over tools/stage_fa4_parts.sh's .peers/p1 .. pN (when the tree
 #             and a part of stage-fa4.sh's exceed the carry limit): each call but the last leaves its
 #             part in /root/peers, the last (carry .peers/pN) installs FA4
+#   FA4 is on PYTHONPATH for the later steps of the same invocation only (`peers_last final`,
+#   `peers_last bench`): a bench started by another command after it does not see it.
 # Usage on the device: bash tools/speed_round.sh [steps...]   (default: tests sanitize ab)
 set -u
 cd "$(dirname "$0")/.."
