@@ -84,9 +84,8 @@ class _FwdPlan:
             q=blank, k=blank, v=blank, o=blank, lse=0, tile_sched=0,
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
             num_m_blocks=num_m_blocks, num_tiles=tiles, causal_offset=causal_offset, local_offset=local_offset,
-            # banded: longest tiles first within groups of heads whose K and V fit in L2 (scheduler.cuh;
-            # a K/V head's rows serve its Hq / Hk query heads, which are adjacent)
-            lpt_heads=lpt_group(Sk * (D + Dv) * q.element_size() // (Hq // Hk), B * Hq, self.dev) if banded else 0,
+            # banded: longest tiles first within groups of heads whose K and V fit in L2 (scheduler.cuh)
+            lpt_heads=lpt_heads(Sk, D, Dv, q.element_size(), Hq // Hk, B * Hq, self.dev) if banded else 0,
             **score_scales(softmax_scale, softcap), sink=0,
             # kVarlen only (fa3lite/hopper/varlen.py)
             cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, o_base=0,
@@ -155,6 +154,13 @@ def fwd_grid(variant: FwdVariant, tiles: int, seqlen_q: int, causal_offset: int,
         if windowed or min(variant.block_m, seqlen_q) + causal_offset <= 0:
             return tiles
     return sm_count
+
+
+def lpt_heads(seqlen_k: int, d: int, dv: int, elem_bytes: int, group: int, pairs: int, device) -> int:
+    """lpt_heads of a forward launch from sizes: ``pairs`` (query head, batch) slots reading K and V
+    rows of ``seqlen_k`` keys (varlen: the longest sequence's, an upper bound), d / dv elements each;
+    a K/V head's rows serve its ``group`` query heads, which are adjacent."""
+    return lpt_group(seqlen_k * (d + dv) * elem_bytes // group, pairs, device)
 
 
 _plans: dict[tuple, _FwdPlan] = {}

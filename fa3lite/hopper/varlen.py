@@ -35,8 +35,8 @@ from ..runtime import cdriver, launch, tma
 from ..runtime.driver import on_device
 from ..variants import FWD_PARAMS, FwdTile, FwdVariant, GroupedRows, split_tile, varlen_tile
 from . import bwd, combine, fwd, splits
-from .common import (DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, band, debug_build, device_index, lpt_group,
-                     score_scales, sm_count)
+from .common import (DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, band, debug_build, device_index, score_scales,
+                     sm_count)
 
 _MAP_BYTES = 128
 _MAPS_PER_CTA = 3     # q, k, v; a persistent CTA keeps two sets (scheduler.cuh kMapSets)
@@ -134,7 +134,7 @@ class _VarlenPlan:
             num_tiles=tiles, num_splits=self.splits, pack_group=pack_group, row_group=row_group,
             # banded on the persistent grid: each sequence's tiles longest first within groups of heads
             # whose K/V (at the longest key range) fit in L2 (scheduler.cuh varlen_tile)
-            lpt_heads=lpt_group(max_seqlen_k * (D + Dv) * es // max(Hq // Hk, 1), Hq, self.dev)
+            lpt_heads=fwd.lpt_heads(max_seqlen_k, D, Dv, es, max(Hq // Hk, 1), Hq, self.dev)
             if banded and persistent else 0,
             q_tile_bytes=row_group * box_groups * variant.kernel_dim * es, causal_offset=causal_offset,
             local_offset=local_offset,
