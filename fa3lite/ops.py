@@ -361,7 +361,8 @@ def _planned_grads(ctx, dout):
                                         call.deterministic and need_q, need_q, need_dkv))
     if backward is None or backward.any_copy:
         return None
-    dq, dk, dv = backward(dout, q, k, v, out, lse, None, call.bhsd)   # bhsd: gradients in torch's order
+    # bhsd: gradients in torch's order; shared: views of one allocation (an autograd node's, not an op's)
+    dq, dk, dv = backward(dout, q, k, v, out, lse, None, call.bhsd, shared=True)
     return dq if need_q else None, dk if need_k else None, dv if need_v else None, None, None
 
 

@@ -62,6 +62,61 @@ def test_a_backward_plan_reads_only_addresses_dtype_and_device(stub_kernels, mon
     assert main1[1][:4] == main2[1][:4]   # the same maps: the same addresses
 
 
+@pytest.mark.parametrize("need", ["all", "dq", "dkv"])
+@pytest.mark.parametrize("torch_layout", [False, True], ids=["flash", "torch"])
+@pytest.mark.parametrize("work_max", [None, 1024], ids=["work-shared", "work-own"])
+def test_the_eager_node_gets_its_gradients_from_one_allocation(stub_kernels, monkeypatch, need, torch_layout,
+                                                               work_max):
+    """plan(..., shared=True), the eager node's call: dq, dk, dv are disjoint views of one allocation at
+    256-byte aligned offsets, with the shapes and strides of separate tensors; the work buffer (the
+    addresses the launches get) lies inside it up to SHARED_WORK_MAX_BYTES, after the gradients, and
+    in an allocation of its own past that. Without shared, every gradient has its own storage."""
+    if work_max is not None:
+        monkeypatch.setattr(bwd, "SHARED_WORK_MAX_BYTES", work_max)
+    B, S, H, D = 2, 40, 3, 64
+    need_dq, need_dkv = need != "dkv", need != "dq"
+    q, k, v, dout, out = (torch.randn(B, H, S, D, dtype=torch.bfloat16).transpose(1, 2) for _ in range(5))
+    lse = torch.randn(B, H, S)
+    plan = bwd._BwdPlan(dout, q, k, v, out, lse, 0.125, common.band(False, 0, None), False, need_dq, need_dkv,
+                        0.0, False)
+    args = (*(t.transpose(1, 2) for t in (dout, q, k, v, out)), lse, None, True) if torch_layout else \
+        (dout, q, k, v, out, lse, None, False)
+    separate = plan(*args)
+    shared = plan(*args, shared=True)
+    for a, b in zip(separate, shared):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert (a.shape, a.stride(), a.dtype) == (b.shape, b.stride(), b.dtype)
+    grads = [g for g in shared if g is not None]
+    storage = grads[0].untyped_storage()
+    assert all(g.untyped_storage().data_ptr() == storage.data_ptr() for g in grads)
+    spans = sorted((g.data_ptr(), g.data_ptr() + g.numel() * g.element_size()) for g in grads)
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:]))
+    assert all((start - storage.data_ptr()) % 256 == 0 for start, _ in spans)
+    assert len({g.untyped_storage().data_ptr() for g in separate if g is not None}) == len(grads)
+    lse_log2 = [head for name, head in stub_kernels if name == "pre"][-1][3]
+    work_bytes = 4 * plan.work_floats
+    inside = storage.data_ptr() <= lse_log2 < storage.data_ptr() + storage.nbytes()
+    assert inside == (work_max is None) == (work_bytes <= bwd.SHARED_WORK_MAX_BYTES)
+    if inside:
+        assert lse_log2 >= spans[-1][1]   # after the gradients
+
+
+def test_a_gqa_or_sink_backward_keeps_separate_allocations(stub_kernels):
+    """f32 dK/dV (summed over the group after the kernel) and a sink (whose gradient reads the work
+    buffer as tensors) keep the separate buffers even when the node asks for shared ones."""
+    B, S, H, D = 2, 40, 4, 64
+    q, dout, out = (torch.randn(B, S, H, D, dtype=torch.bfloat16) for _ in range(3))
+    k, v = (torch.randn(B, S, 1, D, dtype=torch.bfloat16) for _ in range(2))
+    lse = torch.randn(B, H, S)
+    gqa = bwd._BwdPlan(dout, q, k, v, out, lse, 0.125, common.band(False, 0, None), False, True, True, 0.0, False)
+    assert gqa.dkv_f32 and gqa.shared is None
+    dq, dk, dv = gqa(dout, q, k, v, out, lse, shared=True)
+    assert len({g.untyped_storage().data_ptr() for g in (dq, dk, dv)}) == 3
+    sink = bwd._BwdPlan(dout, q, q, q, out, lse, 0.125, common.band(False, 0, None), False, True, True, 0.0, True)
+    assert sink.shared is None
+
+
 def test_the_append_kernel_takes_only_what_it_can_copy_in_16_byte_chunks(monkeypatch):
     """hopper.append_plan: None (torch's append instead) for 32-bit elements, a last dim that is not
     contiguous, a misaligned address or stride, non-contiguous index tensors; a plan otherwise."""

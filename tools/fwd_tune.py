@@ -5,6 +5,8 @@ each candidate is first checked for accuracy at odd shapes, then timed at 16k to
 (H = 2048 / d) for S in 1k, 4k, 16k (or --seqlen=a,b,..), with cuDNN (torch SDPA) timed in the same process.
 --interleave times the candidates in alternation; --soak-ms=N runs each candidate back to back for N ms
 before its timed calls, so each is timed at the clock its own power draw sustains (as the bench does).
+--tiles="192,144,2,0,0,1;..." replaces the candidates of the head dims given with these FwdTile
+fields (block_m, block_n, stages, overlap, pingpong, persistent).
 """
 import sys
 
@@ -94,6 +96,11 @@ def interleaved(d, causal, S, tiles, rounds=7, calls=10, soak_ms=0.0):
 if __name__ == "__main__":
     only = [int(a) for a in sys.argv[1:] if a.isdigit()]
     dims = only or list(CANDIDATES)
+    for a in sys.argv:
+        if a.startswith("--tiles="):
+            tiles = [T(*(int(x) if i < 3 else bool(int(x)) for i, x in enumerate(t.split(","))))
+                     for t in a.split("=", 1)[1].split(";")]
+            CANDIDATES.update({d: tiles for d in dims})
     if "--compile-only" in sys.argv:
         for d in dims:
             for c in CANDIDATES[d]:

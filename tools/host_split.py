@@ -16,7 +16,11 @@ the machine hits all of them; medians over the rounds):
   fa3lite body              with --split: the time inside fa3lite's backward node
                             (ops._EagerAttention.backward), measured on the thread that runs it, per
                             call, and inside the functions it runs (the timers add a little to each,
-                            and to the fa3lite and sdpa rows).
+                            and to the fa3lite and sdpa rows);
+  fa3lite separate          with --separate: the fa3lite step with the backward node's gradients and
+                            work buffer each in an allocation of its own (_BwdPlan's shared=False),
+                            in the same alternation; "separate / shared" is the median over the
+                            rounds of the two steps' ratio (engine thread and calling thread).
 """
 from __future__ import annotations
 
@@ -34,6 +38,8 @@ def main() -> int:
     p.add_argument("--out")
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--split", action="store_true", help="also time the functions inside the backward node")
+    p.add_argument("--separate", action="store_true",
+                   help="also time the fa3lite step with the backward's buffers in allocations of their own")
     args = p.parse_args()
     import fa3lite
     from fa3lite import ops
@@ -107,6 +113,15 @@ def main() -> int:
         "cudnn fwd": lambda: cudnn(q, k, v),
         "sdpa fwd": lambda: sdpa(q, k, v),
     }
+    separate = {"on": False}
+    if args.separate:
+        from fa3lite.hopper import bwd as hopper_bwd
+        shared_call = hopper_bwd._BwdPlan.__call__
+
+        def plan_call(self, *a, shared=False, **kw):   # one frame more for both fa3lite steps alike
+            return shared_call(self, *a, shared=shared and not separate["on"], **kw)
+        hopper_bwd._BwdPlan.__call__ = plan_call
+        steps["fa3lite separate"] = steps["fa3lite"]
     backend = sdpa_kernel(SDPBackend.CUDNN_ATTENTION)
     backend.__enter__()
     samples: dict[str, list[float]] = {}
@@ -120,6 +135,7 @@ def main() -> int:
                 for name, step in steps.items():
                     if here and "fwd" in name:
                         continue
+                    separate["on"] = name == "fa3lite separate"
                     body.update(s=0.0, n=0)
                     inner.clear()
                     torch.cuda.synchronize()
@@ -138,8 +154,12 @@ def main() -> int:
                                                []).append(secs / calls * 1e6)
     backend.__exit__(None, None, None)
     result = {name: statistics.median(v) for name, v in samples.items()}
+    if args.separate:
+        for here in ("", ", engine here"):
+            result["separate / shared" + here] = statistics.median(
+                a / b for a, b in zip(samples["fa3lite separate" + here], samples["fa3lite" + here]))
     result = {"device": torch.cuda.get_device_name(), "rounds": args.rounds,
-              "host_us": {k: round(v, 1) for k, v in result.items()}}
+              "host_us": {k: round(v, 3 if "/" in k else 1) for k, v in result.items()}}
     text = json.dumps(result, indent=1)
     print(text)
     if args.out:

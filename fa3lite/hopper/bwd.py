@@ -501,6 +501,54 @@ def _alignment(*tensors) -> tuple[bool, ...]:
     return tuple(t.data_ptr() % 16 == 0 for t in tensors)
 
 
+# A backward's work buffer rides in its gradients' allocation up to this size: its memory then lives
+# as long as they do, which costs at most this much, and saves an allocation a call (~10 us on
+# autograd's device thread) where host time counts -- at small shapes.
+SHARED_WORK_MAX_BYTES = 8 << 20
+_SHARED_ALIGN = 128   # elements (256 bytes) between the regions of a shared allocation
+
+
+@dataclasses.dataclass(frozen=True)
+class _SharedLayout:
+    """dq, dk, dv (those computed) and, when small, the work buffer in one allocation of the
+    gradients' dtype. ``views``: per layout (flash_attn's, torch's) the (element offset, shape,
+    strides) of dq, dk, dv, None where not computed; ``work_offset``: the work buffer's byte offset,
+    None where it is allocated on its own. Only for 16-bit dK/dV and no sink (whose gradient reads
+    the work buffer as tensors)."""
+    elements: int
+    views: tuple
+    work_offset: int | None
+
+    @staticmethod
+    def of(plan: "_BwdPlan", dtype) -> "_SharedLayout":
+        at, offsets = 0, []
+        for need, shape in ((plan.need_dq, plan.q_shape), (plan.need_dkv, plan.dk_shape),
+                            (plan.need_dkv, plan.dv_shape)):
+            offsets.append(at if need else None)
+            at += -(-math.prod(shape) // _SHARED_ALIGN) * _SHARED_ALIGN if need else 0
+        flash = tuple((shape, _contiguous_strides(shape)) for shape in (plan.q_shape, plan.dk_shape, plan.dv_shape))
+        views = tuple(tuple(None if o is None else (o, *shape_stride) for o, shape_stride in zip(offsets, layout))
+                      for layout in (flash, plan.torch_shapes))
+        work_bytes = 4 * plan.work_floats
+        es = torch.empty((), dtype=dtype).element_size()
+        work_offset = None
+        if work_bytes <= SHARED_WORK_MAX_BYTES:
+            work_offset, at = at * es, at + -(-work_bytes // es)
+        return _SharedLayout(at, views, work_offset)
+
+    def gradients(self, one: torch.Tensor, torch_layout: bool):
+        """(dq, dk, dv) as views of ``one`` in the flash_attn or torch layout, None where not computed."""
+        return tuple(None if v is None else one.as_strided(v[1], v[2], v[0]) for v in self.views[torch_layout])
+
+
+def _contiguous_strides(shape) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
 _plans: dict[tuple, "_BwdPlan"] = {}
 _SHORT_LIMIT = 16    # dout layouts and flags kept per forward plan
 
@@ -551,6 +599,7 @@ class _BwdPlan:
         self.rows = B * Hq * rows_pad                      # lse_log2 and dpsum: one buffer, two halves
         self.accum = B * Hq * rows_pad * variant.kernel_dim if need_dq else 0
         self.sems = counter_words(variant, deterministic, B * Hq * m_blocks)
+        self.work_floats = self.accum + self.sems + 2 * self.rows
         self.group = (Hk, Hq // Hk)
         # dK is q's head dim wide, dV v's (dkv_f32: per query head in f32, then summed over the group)
         kv_heads = Hq if self.dkv_f32 else Hk
@@ -559,6 +608,7 @@ class _BwdPlan:
         self.torch_shapes = tuple(((b, h, s, d), (s * h * d, d, h * d, 1)) for b, s, h, d in
                                   (self.q_shape, self.dk_shape, self.dv_shape))
         self.stats_shape = (B, Hq, rows_pad) if has_sink else None
+        self.shared = _SharedLayout.of(self, dtype) if not (self.dkv_f32 or has_sink) else None
 
         rows_per_block = _AUX_THREADS // (variant.kernel_dim // 8)
         row_blocks = -(-rows_pad // rows_per_block)
@@ -607,32 +657,44 @@ class _BwdPlan:
         t = like.new_empty(shape) if stride is None else like.new_empty_strided(shape, stride)
         return t.fill_(math.nan) if self.debug else t
 
-    def __call__(self, dout, q, k, v, out, lse, sink=None, torch_layout=False):
+    def __call__(self, dout, q, k, v, out, lse, sink=None, torch_layout=False, shared=False):
         """(dq, dk, dv[, dsink]) of tensors with the plan's signature. ``torch_layout``: they come as
         torch's (B, H, S, D) tensors over the same memory (the plan reads addresses, dtype and device
         only), and the gradients go out as (B, H, S, D) tensors too, made with the (B, S, H, D)
-        memory layout the kernels write (no view op each)."""
+        memory layout the kernels write (no view op each). ``shared``: the gradients may be views of
+        one allocation (_SharedLayout; the eager node's, not a custom op's, whose outputs must not
+        share storage)."""
         if self.any_copy:
             q, k, v, dout, out = (t.clone(memory_format=torch.contiguous_format) if c else t
                                   for c, t in zip(self.copies, (q, k, v, dout, out)))
         # One work buffer: the dQ accumulator, the turn counters or claim words, lse_log2 and dpsum. The
         # preprocess writes all of it (zeroes the counters, and the accumulator unless the main kernel
-        # stores first tiles), so it needs no memset; NaN in debug builds.
-        work = self._buffer(lse, (self.accum + self.sems + 2 * self.rows,))   # lse: float32
-        accum = work.data_ptr() if self.need_dq else 0
+        # stores first tiles), so it needs no memset; NaN in debug builds (16-bit NaN pairs read as f32
+        # NaN where it shares the gradients' allocation).
+        dq = dk = dv = work = base = None
+        layout = self.shared if shared else None
+        if layout is not None:
+            one = self._buffer(q, (layout.elements,))
+            dq, dk, dv = layout.gradients(one, torch_layout)
+            if layout.work_offset is not None:
+                base = one.data_ptr() + layout.work_offset
+        else:
+            tq, tk, tv = self.torch_shapes if torch_layout else ((self.q_shape, None), (self.dk_shape, None),
+                                                                 (self.dv_shape, None))
+            dq = self._buffer(q, *tq) if self.need_dq else None
+            if self.need_dkv:
+                if self.dkv_f32:   # per query head in float32, summed over the group below
+                    dk, dv = self._buffer(lse, self.dk_shape), self._buffer(lse, self.dv_shape)
+                else:
+                    dk, dv = self._buffer(q, *tk), self._buffer(q, *tv)
+        if base is None:
+            work = self._buffer(lse, (self.work_floats,))   # lse: float32
+            base = work.data_ptr()
+        accum = base if self.need_dq else 0
         sems = accum + 4 * self.accum if self.sems else 0
         visits = sems if self.stores_first else 0   # the counters say which blocks got a first tile
-        lse_log2 = work.data_ptr() + 4 * (self.accum + self.sems)
+        lse_log2 = base + 4 * (self.accum + self.sems)
         dpsum = lse_log2 + 4 * self.rows
-        tq, tk, tv = self.torch_shapes if torch_layout else ((self.q_shape, None), (self.dk_shape, None),
-                                                             (self.dv_shape, None))
-        dq = self._buffer(q, *tq) if self.need_dq else None
-        dk = dv = None
-        if self.need_dkv:
-            if self.dkv_f32:   # per query head in float32, summed over the group below
-                dk, dv = self._buffer(lse, self.dk_shape), self._buffer(lse, self.dv_shape)
-            else:
-                dk, dv = self._buffer(q, *tk), self._buffer(q, *tv)
         stream = cdriver.stream(launch.stream_handle(self.dev))
         mq, mk, mv, mdo = self.makers
         with on_device(self.dev):
