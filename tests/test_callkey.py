@@ -225,16 +225,17 @@ class _FakeBackwardPlan:
     """A backward launch plan's interface (hopper.bwd._BwdPlan) running the fallback on the
     addresses it is given, as the real one does: torch-layout tensors (``torch_layout``) are read as
     their (B, S, H, D) views; gradients come back (B, S, H, D) contiguous (torch_layout: as (B, H, S,
-    D) tensors over that memory), None where not needed."""
+    D) tensors over that memory), None where not needed. The eager node asks for ``shared``
+    gradients (views of one allocation may come back; these are separate tensors, which it takes too)."""
 
     any_copy = False
 
     def __init__(self, plan, need_dq, need_dkv, log):
         self.plan, self.need, self.log = plan, (need_dq, need_dkv), log
 
-    def __call__(self, dout, q, k, v, out, lse, sink=None, torch_layout=False):
+    def __call__(self, dout, q, k, v, out, lse, sink=None, torch_layout=False, shared=False):
         self.log.append(self.need)
-        assert torch_layout == self.plan.bhsd
+        assert torch_layout == self.plan.bhsd and shared
         if torch_layout:
             dout, q, k, v, out = (t.transpose(1, 2) for t in (dout, q, k, v, out))
         scale, causal, offset = self.plan.attention[:3]
