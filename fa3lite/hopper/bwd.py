@@ -526,11 +526,13 @@ class _SharedLayout:
                             (plan.need_dkv, plan.dv_shape)):
             offsets.append(at if need else None)
             at += -(-math.prod(shape) // _SHARED_ALIGN) * _SHARED_ALIGN if need else 0
-        flash = tuple((shape, _contiguous_strides(shape)) for shape in (plan.q_shape, plan.dk_shape, plan.dv_shape))
+        # flash_attn's (B, S, H, D) views: contiguous, the torch layout's strides in that order
+        flash = tuple((shape, (st[0], st[2], st[1], st[3])) for shape, (_, st) in
+                      zip((plan.q_shape, plan.dk_shape, plan.dv_shape), plan.torch_shapes))
         views = tuple(tuple(None if o is None else (o, *shape_stride) for o, shape_stride in zip(offsets, layout))
                       for layout in (flash, plan.torch_shapes))
         work_bytes = 4 * plan.work_floats
-        es = torch.empty((), dtype=dtype).element_size()
+        es = dtype.itemsize
         work_offset = None
         if work_bytes <= SHARED_WORK_MAX_BYTES:
             work_offset, at = at * es, at + -(-work_bytes // es)
@@ -539,14 +541,6 @@ class _SharedLayout:
     def gradients(self, one: torch.Tensor, torch_layout: bool):
         """(dq, dk, dv) as views of ``one`` in the flash_attn or torch layout, None where not computed."""
         return tuple(None if v is None else one.as_strided(v[1], v[2], v[0]) for v in self.views[torch_layout])
-
-
-def _contiguous_strides(shape) -> tuple[int, ...]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
 
 
 _plans: dict[tuple, "_BwdPlan"] = {}
