@@ -520,7 +520,7 @@ class _SharedLayout:
     work_offset: int | None
 
     @staticmethod
-    def of(plan: "_BwdPlan", dtype) -> "_SharedLayout":
+    def of(plan: "_BwdPlan") -> "_SharedLayout":
         at, offsets = 0, []
         for need, shape in ((plan.need_dq, plan.q_shape), (plan.need_dkv, plan.dk_shape),
                             (plan.need_dkv, plan.dv_shape)):
@@ -532,7 +532,7 @@ class _SharedLayout:
         views = tuple(tuple(None if o is None else (o, *shape_stride) for o, shape_stride in zip(offsets, layout))
                       for layout in (flash, plan.torch_shapes))
         work_bytes = 4 * plan.work_floats
-        es = dtype.itemsize
+        es = plan.dtype.itemsize
         work_offset = None
         if work_bytes <= SHARED_WORK_MAX_BYTES:
             work_offset, at = at * es, at + -(-work_bytes // es)
@@ -602,7 +602,7 @@ class _BwdPlan:
         self.torch_shapes = tuple(((b, h, s, d), (s * h * d, d, h * d, 1)) for b, s, h, d in
                                   (self.q_shape, self.dk_shape, self.dv_shape))
         self.stats_shape = (B, Hq, rows_pad) if has_sink else None
-        self.shared = _SharedLayout.of(self, dtype) if not (self.dkv_f32 or has_sink) else None
+        self.shared = _SharedLayout.of(self) if not (self.dkv_f32 or has_sink) else None
 
         rows_per_block = _AUX_THREADS // (variant.kernel_dim // 8)
         row_blocks = -(-rows_pad // rows_per_block)
