@@ -3,8 +3,8 @@
 # the call, on the CPU: `git apply benchmarks/nvidia-h200-2026-11-28/session46/next_round/fwd_mask_bits.diff`
 # and `rm -rf _vo && mkdir _vo && git archive HEAD cuda_src fa3lite tools | tar -x -C _vo`; carry ["_vo"].
 #  1. A/B before (_vo) / after (.), forward, d 64/128/256, 1k/4k/16k, both masks, 3 rounds.
-#  2. Debug build (bounded waits, NaN-poisoned buffers): the forward, varlen and feature GPU tests
-#     (windows, offsets, odd lengths, sinks, softcap all go through Mask::apply).
+#  2. Debug build (bounded waits, NaN-poisoned buffers): the forward, varlen, feature and KV-cache GPU
+#     tests (windows, offsets, odd lengths, sinks, softcap, the split kernel: all go through Mask::apply).
 #  3. compute-sanitizer racecheck and memcheck over tools/fwd_sanitize.py.
 set -u
 nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv > $OUT/gpu.txt
