@@ -11,8 +11,8 @@ nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv > 
 export PYTHONUNBUFFERED=1
 AB_TREES="before=_vo after=." timeout 200 bash tools/ab_round.sh 3 --head-dim 64,128,256 --seqlen 1k,4k,16k \
   --mode fwd --soak-ms 200 > $OUT/ab.log 2>&1; echo "ab rc=$?"; cat $OUT/ab_summary.txt
-PYTHONPATH=$PWD FA3LITE_DEBUG=1 FA3LITE_CACHE_DIR=/tmp/fa3c_dbg timeout 220 python3 -m pytest -q -x -p no:cacheprovider \
-  tests/test_fwd_gpu.py tests/test_varlen_gpu.py tests/test_features_gpu.py > $OUT/debug_tests.log 2>&1
+PYTHONPATH=$PWD FA3LITE_DEBUG=1 FA3LITE_CACHE_DIR=/tmp/fa3c_dbg timeout 260 python3 -m pytest -q -x -p no:cacheprovider \
+  tests/test_fwd_gpu.py tests/test_varlen_gpu.py tests/test_features_gpu.py tests/test_kvcache_gpu.py > $OUT/debug_tests.log 2>&1
 echo "debug tests rc=$?"; tail -2 $OUT/debug_tests.log
 for tool in racecheck memcheck; do
   PYTHONPATH=$PWD FA3LITE_CACHE_DIR=/tmp/fa3c_after PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 80 compute-sanitizer \
