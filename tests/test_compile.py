@@ -7,8 +7,8 @@ import pytest
 
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
 from fa3lite.runtime import cache
-from fa3lite.runtime.inspect import (instructions, kernel_info, mask_select_runs, opcode_counts, overlap_window,
-                                     sass_text, spec_info)
+from fa3lite.runtime.inspect import (instructions, kernel_info, mask_run_compares, mask_select_runs, opcode_counts,
+                                     overlap_window, sass_text, spec_info)
 from fa3lite.hopper.common import OFFSET_LIMIT
 from fa3lite.hopper.combine import all_combine_variants
 from fa3lite.variants import (FWD_PARAMS, FWD_TILES, SOFTCAP_MAX_BLOCK_N, SOFTCAP_TILES, FwdTile, FwdVariant,
@@ -59,9 +59,13 @@ def test_fwd_variant_resources_and_sass(variant):
     ops = instructions(sass_listing)
     if variant.overlap:
         assert_exp2s_under_the_pv_gemm(variant, ops)
-    # a boundary block's mask hides a thread's whole S fragment in one straight run of selects
-    runs = mask_select_runs(instructions(sass_listing, guards=True))
+    # a boundary block's mask hides a thread's whole S fragment in one straight run of selects, their
+    # predicates taken from the visible entries' bits (frag::visible_bits): a few compares a row's
+    # bounds, none per entry (a compare per entry and bound: 32 or more in a run)
+    ops_guarded = instructions(sass_listing, guards=True)
+    runs = mask_select_runs(ops_guarded)
     assert runs and all(r >= variant.block_n // 2 for r in runs), runs
+    assert all(compares <= 8 for _, compares in mask_run_compares(ops_guarded)), mask_run_compares(ops_guarded)
 
 
 def assert_exp2s_under_the_pv_gemm(variant, ops):

@@ -67,4 +67,12 @@ __device__ __forceinline__ float shfl_xor(float v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }
 
+// x << n with PTX's clamp: n >= 32 gives 0 (C++ leaves that shift undefined), so ~shl(~0u, n) is
+// the n lowest bits for any n in [0, 32].
+__device__ __forceinline__ u32 shl(u32 x, u32 n) {
+  u32 y;
+  asm("shl.b32 %0, %1, %2;" : "=r"(y) : "r"(x), "r"(n));
+  return y;
+}
+
 }}  // namespace fa3lite::math

@@ -76,6 +76,27 @@ _NEG_INF_BITS = (", -0x800000", ", 0xff800000")   # -inf as a move's immediate (
 _FLOW = ("BRA", "BSSY", "BSYNC", "EXIT", "RET", "CALL", "WARPSYNC", "BAR", "SYNCS")
 
 
+def _straight_runs(ops: list[str]):
+    """The bodies (guards dropped) of `instructions(sass, guards=True)`' output in straight runs, split
+    at every branch, convergence point or barrier; with each, whether each instruction was guarded."""
+    run = []
+    for op in ops:
+        guarded = op.startswith("@")
+        body = op.split(None, 1)[1] if guarded else op
+        if body.startswith(_FLOW):
+            if run:
+                yield run
+            run = []
+        else:
+            run.append((guarded, body))
+    if run:
+        yield run
+
+
+def _is_neg_inf_select(guarded: bool, body: str) -> bool:
+    return (body.startswith("FSEL") and "-INF" in body) or (guarded and body.endswith(_NEG_INF_BITS))
+
+
 def mask_select_runs(ops: list[str]) -> list[int]:
     """Of `instructions(sass, guards=True)`' output: how many selects of -inf (a mask hiding scores)
     each straight run of instructions holds, runs split at every branch, convergence point or
@@ -83,19 +104,20 @@ def mask_select_runs(ops: list[str]) -> list[int]:
     run. ptxas writes a select as an FSEL of -INF (NVRTC 13.5) or as a guarded move of its bits
     ('@P1 IMAD.MOV.U32 R9, RZ, RZ, -0x800000' or '@!P1 MOV R55, 0xff800000', NVRTC 13.0; an
     unguarded one sets a register, e.g. a running max, and is no select)."""
-    runs, cur = [], 0
-    for op in ops:
-        guarded = op.startswith("@")
-        body = op.split(None, 1)[1] if guarded else op
-        if body.startswith(_FLOW):
-            if cur:
-                runs.append(cur)
-            cur = 0
-        elif (body.startswith("FSEL") and "-INF" in body) or (guarded and body.endswith(_NEG_INF_BITS)):
-            cur += 1
-    if cur:
-        runs.append(cur)
-    return runs
+    counts = (sum(_is_neg_inf_select(g, b) for g, b in run) for run in _straight_runs(ops))
+    return [c for c in counts if c]
+
+
+def mask_run_compares(ops: list[str]) -> list[tuple[int, int]]:
+    """(selects of -inf, integer compares) of each straight run that holds such selects (as
+    mask_select_runs counts them): ISETP per entry where a mask compares columns one by one, a few
+    per row where it tests the bits of a visible range (frag::visible_bits)."""
+    out = []
+    for run in _straight_runs(ops):
+        selects = sum(_is_neg_inf_select(g, b) for g, b in run)
+        if selects:
+            out.append((selects, sum(b.startswith("ISETP") for _, b in run)))
+    return out
 
 
 def opcode_counts(sass: str) -> dict[str, int]:
