@@ -35,6 +35,20 @@ def _fresh_call_signatures():
     callkey.forget()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failing test's report carries what a debug-build kernel's wait reported when it gave up
+    (fa3lite.runtime.debug): the trap's own error names no kernel, block or barrier."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed:
+        from fa3lite.runtime import debug
+
+        message = debug.report()
+        if message:
+            rep.sections.append(("fa3lite debug report", message))
+
+
 def pytest_collection_modifyitems(config, items):
     if has_hopper():
         return

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import pathlib
 import re
+import struct
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
 from conftest import requires_hopper
 
-from fa3lite.runtime import cache, launch, tma
+from fa3lite.runtime import cache, debug, launch, tma
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
 from fa3lite.runtime.inspect import opcode_counts, sass_text
 from fa3lite.runtime.params import ParamStruct
@@ -107,6 +112,11 @@ WGMMA = {
 WGMMA_STEPS = 4                # k16 steps of K = 64
 WGMMA_VARIANTS = 4             # (SS, RS) x (K-major B, MN-major B) in each kernel
 
+# Debug builds only (a release build of it would hang): run in a child process, the trap ends the context.
+MBAR_STUCK = PtxKernel("ptx_test_mbar_stuck", ParamStruct("MbarStuckParams", (("stuck_block", "i32"),
+                                                                            ("stuck_thread", "i32"))),
+                       ("BPT.TRAP",), True)
+
 KERNELS = [MBAR, TMA_LOAD, TMA_STORE, TMA_REDUCE, MATH, SMEM, ELECT, SETMAXNREG, NAMED_BARRIER, BULK_GMEM,
            BULK_CLAIM, *WGMMA.values()]
 
@@ -150,6 +160,26 @@ def test_kernel_compiles_without_spills_and_has_its_sass(kernel):
 def test_debug_build_compiles(kernel):
     # The GPU tests run these as debug builds (bounded mbarrier waits trap instead of hanging).
     assert len(cache.get(kernel.spec(debug=True)).cubin) > 0
+
+
+def test_debug_build_carries_the_report_globals():
+    # debug.attach looks these up by name in every debug module; release builds have neither.
+    cubin = cache.get(MBAR_STUCK.spec(debug=True)).cubin
+    assert b"fa3lite_debug_report" in cubin and b"fa3lite_debug_module" in cubin
+    assert "BPT.TRAP" in opcode_counts(sass_text(cubin))
+    assert b"fa3lite_debug_report" not in cache.get(MBAR.spec()).cubin
+
+
+def test_debug_report_decodes_each_field():
+    modules = ["", "k1 [X=1] on cuda:0", "k2 [] on cuda:1"]
+    # words: module, kind | detail << 4 | thread << 8, value, block (cuda_src/ptx/debug.cuh give_up)
+    message = debug.decode(struct.pack("<4I", 2, 1 | 1 << 4 | 300 << 8, 0x1A40, 70000), modules)
+    assert message.endswith("k2 [] on cuda:1, block 70000 (linear index), thread 300: "
+                            "mbarrier wait (barrier at shared 0x1a40, phase parity 1)")
+    turn = debug.decode(struct.pack("<4I", 1, 2 | 5 << 8, 9, 3), modules)
+    assert turn.endswith("k1 [X=1] on cuda:0, block 3 (linear index), thread 5: deterministic dQ turn (awaited turn 9)")
+    assert debug.decode(bytes(16), modules) is None
+    assert "module #7 (not loaded by this process)" in debug.decode(struct.pack("<4I", 7, 1, 0, 0), modules)
 
 
 @pytest.mark.parametrize("shape", WGMMA_SHAPES, ids=lambda s: f"{s[0]}-n{s[1]}")
@@ -284,6 +314,44 @@ def test_mbar_phases_tx_and_handshake():
     assert seen[:32].tolist() == [1000] * 32
     assert seen[32:64].tolist() == [1001] * 32
     assert seen[64:].tolist() == [2000 + i for i in range(32)]
+
+
+_STUCK_CHILD = """
+import time, torch
+from fa3lite.runtime import debug, launch
+from test_ptx import MBAR_STUCK
+dev = torch.cuda.current_device()
+loaded = launch.load(MBAR_STUCK.spec(debug=True), dev, 0)
+start = time.monotonic()
+launch.launch(loaded, (3, 1, 1), 64, MBAR_STUCK.params.pack(stuck_block=2, stuck_thread=37), dev,
+              torch.cuda.current_stream().cuda_stream)
+try:
+    torch.cuda.synchronize()
+    print("no error")
+except Exception as exc:
+    print("error:", exc)
+print(f"seconds: {time.monotonic() - start:.1f}")
+print("report:", debug.report())
+"""
+
+
+@gpu
+@requires_hopper
+def test_debug_wait_gives_up_with_a_report():
+    # A wait nobody ends: the debug build gives up (H200: after 17 s; its trap surfaces as "unspecified
+    # launch failure", which names nothing) and says where (thread 37 of block 2, parity 0), both
+    # through debug.report() and on stderr at exit. A child process: the trap ends the CUDA context
+    # for the rest of the process.
+    res = subprocess.run([sys.executable, "-c", textwrap.dedent(_STUCK_CHILD)], capture_output=True, text=True,
+                         timeout=180, cwd=str(pathlib.Path(__file__).parent))
+    out = res.stdout
+    assert "error:" in out and "no error" not in out, out + res.stderr
+    seconds = float(re.search(r"seconds: ([\d.]+)", out).group(1))
+    assert seconds < 60, f"the bounded wait took {seconds} s to give up"
+    line = re.search(r"report: (.*)", out).group(1)
+    assert "ptx_test_mbar_stuck" in line and "block 2 (linear index), thread 37: mbarrier wait" in line, line
+    assert "phase parity 0" in line, line
+    assert line in res.stderr, "the report printed at exit"
 
 
 # ---------------------------------------------------------------------------------------------------

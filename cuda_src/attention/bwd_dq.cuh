@@ -55,6 +55,7 @@
 
 #pragma once
 #include "../ptx/bulk.cuh"
+#include "../ptx/debug.cuh"
 #include "../ptx/gmem.cuh"
 #include "../ptx/smem_vec.cuh"
 #include "../ptx/sync.cuh"
@@ -110,10 +111,7 @@ __device__ __forceinline__ void hand_dq_tile(const BwdSmem& sm, int buf, bool re
 __device__ __forceinline__ void wait_turn(const i32* sem, int turn) {
 #ifdef FA3LITE_DEBUG
   for (u32 spins = 0; gmem::ld_acquire(sem) != turn; ++spins) {
-    if (spins == FA3LITE_DEBUG_SPINS) {
-      printf("fa3lite: dQ semaphore wait timed out: block %d turn %d\n", blockIdx.x, turn);
-      asm volatile("trap;");
-    }
+    if (spins == FA3LITE_DEBUG_SPINS) debug::give_up(debug::kDqTurn, static_cast<u32>(turn), 0);
   }
 #else
   while (gmem::ld_acquire(sem) != turn) {}
@@ -129,10 +127,7 @@ constexpr i32 kClaimStored = 1 << 30;
 __device__ __forceinline__ void wait_stored(const i32* claim, i32 ticket) {
 #ifdef FA3LITE_DEBUG
   for (u32 spins = 0; !(ticket & kClaimStored); ++spins) {
-    if (spins == FA3LITE_DEBUG_SPINS) {
-      printf("fa3lite: dQ claim wait timed out: block %d\n", blockIdx.x);
-      asm volatile("trap;");
-    }
+    if (spins == FA3LITE_DEBUG_SPINS) debug::give_up(debug::kDqClaim, static_cast<u32>(ticket), 0);
     ticket = gmem::ld_acquire(claim);
   }
 #else

@@ -35,6 +35,10 @@ __device__ __forceinline__ void red_release_add(i32* p, i32 v) {
   asm volatile("red.release.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
 
+// Order this thread's prior memory accesses before its later ones for every observer, the host
+// included (writes to mapped host memory). fence.sc.sys.
+__device__ __forceinline__ void fence_system() { asm volatile("fence.sc.sys;" ::: "memory"); }
+
 // Order this thread's async-proxy global accesses (bulk copies/reductions) with its generic-proxy ones.
 __device__ __forceinline__ void fence_proxy_async_global() {
   asm volatile("fence.proxy.async.global;" ::: "memory");

@@ -1,6 +1,7 @@
 // mbarrier: 8-byte transaction barriers in shared memory. One PTX instruction per function.
 // Addresses are 32-bit shared-window offsets (see smem_addr in sync.cuh).
 #pragma once
+#include "debug.cuh"
 #include "types.cuh"
 
 namespace fa3lite { namespace mbar {
@@ -42,16 +43,13 @@ __device__ __forceinline__ bool test_wait(u32 bar, u32 parity) {
   return ok != 0;
 }
 
-// Block until phase `parity` completed. With FA3LITE_DEBUG a wait that spins too long traps, so a
-// protocol bug (a missing arrive, wrong byte count) fails in seconds instead of hanging the GPU.
+// Block until phase `parity` completed. With FA3LITE_DEBUG a wait that spins too long gives up
+// (debug.cuh: a report for the host, then a trap), so a protocol bug (a missing arrive, a wrong byte
+// count) fails in seconds instead of hanging the GPU.
 __device__ __forceinline__ void wait(u32 bar, u32 parity) {
 #ifdef FA3LITE_DEBUG
   for (u32 spins = 0; !try_wait(bar, parity); ++spins) {
-    if (spins == FA3LITE_DEBUG_SPINS) {
-      printf("fa3lite: mbarrier wait timed out: block (%d,%d,%d) thread %d bar 0x%x parity %u\n",
-             blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, bar, parity);
-      asm volatile("trap;");
-    }
+    if (spins == FA3LITE_DEBUG_SPINS) debug::give_up(debug::kMbarrier, bar, parity);
   }
 #else
   while (!try_wait(bar, parity)) {}

@@ -521,6 +521,34 @@ extern "C" __global__ void __launch_bounds__(256, 1) ptx_test_elect(const __grid
 #endif
 
 // ------------------------------------------------------------------------------------------------
+// mbar::wait giving up (debug builds only; the host runs it in a child process, since the trap ends
+// the CUDA context): in block `stuck_block`, thread `stuck_thread` waits for a phase of a barrier
+// that nobody arrives at; every other thread exits. The debug build's bounded wait must report that
+// thread and barrier (cuda_src/ptx/debug.cuh) and trap instead of hanging.
+// Launch: any grid x 64 threads.
+struct MbarStuckParams {
+  i32 stuck_block;
+  i32 stuck_thread;
+};
+
+#ifdef FA3LITE_BUILD_ptx_test_mbar_stuck
+PTX_TEST_CHECK_PARAMS(MbarStuckParams)
+
+extern "C" __global__ void __launch_bounds__(64, 1) ptx_test_mbar_stuck(const __grid_constant__ MbarStuckParams p) {
+  __shared__ __align__(8) u64 bar;
+  const u32 a = smem_addr(&bar);
+  if (threadIdx.x == 0) {
+    mbar::init(a, 1);
+    mbar::fence_init();
+  }
+  __syncthreads();
+  if (static_cast<i32>(blockIdx.x) == p.stuck_block && static_cast<i32>(threadIdx.x) == p.stuck_thread) {
+    mbar::wait(a, 0);   // phase 0 needs one arrival that never comes
+  }
+}
+#endif
+
+// ------------------------------------------------------------------------------------------------
 // warpgroup::setmaxnreg_dec/inc in the FA3 shape: 3 warpgroups, one role branch each, entry register
 // count fixed by __launch_bounds__(384, 1) (ptxas would otherwise ignore setmaxnreg: C7508, which
 // the runtime's compile turns into an error). Producer threads write 3 t + 1; consumer threads write

@@ -12,7 +12,7 @@ import struct
 import threading
 
 from ..errors import KernelUnavailable
-from . import cache, cdriver
+from . import cache, cdriver, debug
 from .compile import KernelSpec
 from .driver import CudaDriverError, check, on_device
 
@@ -64,6 +64,8 @@ def _load(spec: KernelSpec, device_index: int, smem_bytes: int) -> Loaded:
     compiled = cache.get(spec)
     with on_device(device_index):
         module = check(driver.cuModuleLoadData(compiled.cubin))
+        if spec.debug:
+            debug.attach(module, f"{spec.name} [{spec.describe()}] on cuda:{device_index}", device_index)
         fn = check(driver.cuModuleGetFunction(module, spec.name.encode()))
         check(driver.cuFuncSetAttribute(
             fn, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes))
