@@ -182,6 +182,21 @@ def test_debug_report_decodes_each_field():
     assert "module #7 (not loaded by this process)" in debug.decode(struct.pack("<4I", 7, 1, 0, 0), modules)
 
 
+def test_debug_attach_leaves_a_module_without_the_globals(monkeypatch):
+    # A debug build with no bounded wait in it has no report globals: loading it must not fail.
+    import contextlib
+
+    from cuda.bindings import driver
+
+    asked = []
+    monkeypatch.setattr(debug, "on_device", lambda index: contextlib.nullcontext())
+    monkeypatch.setattr(driver, "cuModuleGetGlobal",
+                        lambda module, name: asked.append(name) or (driver.CUresult.CUDA_ERROR_NOT_FOUND, 0, 0))
+    monkeypatch.setattr(debug, "_buffer", lambda index: pytest.fail("allocated a report buffer"))
+    debug.attach(object(), "k [] on cuda:0", 0)
+    assert asked == [b"fa3lite_debug_report"]
+
+
 @pytest.mark.parametrize("shape", WGMMA_SHAPES, ids=lambda s: f"{s[0]}-n{s[1]}")
 def test_wgmma_sass_forms(shape):
     """Each kernel issues 4 k16 steps in 4 variants: SS/RS x trans-b 0/1, in two commit groups."""

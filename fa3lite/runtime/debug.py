@@ -57,9 +57,14 @@ def _buffer(device_index: int) -> int:
 def attach(module, description: str, device_index: int) -> None:
     """Point a loaded debug module (a CUmodule) at the report buffer and give it a number, so that a
     wait giving up in it can be traced to ``description``. Call with nothing else running on the
-    device's context (at load time): it copies two globals synchronously."""
+    device's context (at load time): it copies two globals synchronously. A module without the
+    globals (a debug build with no bounded wait in it) is left as it is."""
     from cuda.bindings import driver
 
+    with on_device(device_index):
+        err, *_ = driver.cuModuleGetGlobal(module, b"fa3lite_debug_report")
+    if err == driver.CUresult.CUDA_ERROR_NOT_FOUND:
+        return
     ptr = _buffer(device_index)
     with _lock:
         _modules.append(description)
