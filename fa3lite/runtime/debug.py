@@ -4,8 +4,9 @@ A debug kernel's waits (mbarrier phases, the backward's dQ turns and claims) giv
 spin (cuda_src/ptx/debug.cuh): the thread stores a 16-byte report into host memory mapped for the
 device, then traps. The trap surfaces as "unspecified launch failure" and ends the CUDA context --
 every later call fails -- but host memory stays readable, so ``report()`` can say which kernel
-variant, block, thread and wait gave up. ``attach`` points each debug module at the report when it is loaded; the report is
-printed to stderr at exit (and tests/conftest.py adds it to a failing test's output).
+variant, block, thread and wait gave up. ``attach`` points each debug module at the report when it
+is loaded; the report is printed to stderr at exit (and tests/conftest.py adds it to a failing
+test's output).
 
 Report words (little-endian u32): module number (0: nothing reported), kind | detail << 4 | thread << 8,
 value, linear block index.
@@ -83,7 +84,7 @@ def decode(words: bytes, modules: list[str]) -> str | None:
     module, packed, value, block = struct.unpack("<4I", words)
     if module == 0:
         return None
-    what = module < len(modules) and modules[module] or f"module #{module} (not loaded by this process)"
+    what = modules[module] if module < len(modules) else f"module #{module} (not loaded by this process)"
     kind, detail, thread = packed & 0xF, (packed >> 4) & 0xF, packed >> 8
     awaited = _KINDS[kind](value, detail) if kind in _KINDS else f"unknown wait kind {kind} (value {value})"
     return (f"fa3lite debug build: a bounded wait gave up and trapped (a deadlock in the kernel): {what}, "
