@@ -104,8 +104,7 @@ def mask_select_runs(ops: list[str]) -> list[int]:
     run. ptxas writes a select as an FSEL of -INF (NVRTC 13.5) or as a guarded move of its bits
     ('@P1 IMAD.MOV.U32 R9, RZ, RZ, -0x800000' or '@!P1 MOV R55, 0xff800000', NVRTC 13.0; an
     unguarded one sets a register, e.g. a running max, and is no select)."""
-    counts = (sum(_is_neg_inf_select(g, b) for g, b in run) for run in _straight_runs(ops))
-    return [c for c in counts if c]
+    return [selects for selects, _ in mask_run_compares(ops)]
 
 
 def mask_run_compares(ops: list[str]) -> list[tuple[int, int]]:

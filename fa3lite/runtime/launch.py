@@ -50,12 +50,17 @@ def load(spec: KernelSpec, device_index: int, smem_bytes: int) -> Loaded:
             try:
                 hit = _load(spec, device_index, smem_bytes)
             except Exception as exc:  # noqa: BLE001 - whatever broke, this kernel cannot run here
-                failure = (f"{spec.name} [{spec.describe()}] on cuda:{device_index}", f"{type(exc).__name__}: {exc}")
+                failure = (_label(spec, device_index), f"{type(exc).__name__}: {exc}")
                 _failed[key] = failure
                 raise KernelUnavailable(*failure) from exc
             _loaded[key] = hit
             return hit
     raise KernelUnavailable(failure[0], failure[1] + " (remembered from an earlier call)")
+
+
+def _label(spec: KernelSpec, device_index: int) -> str:
+    """A kernel variant on a device, for messages: entry name, the defines that choose it, device."""
+    return f"{spec.name} [{spec.describe()}] on cuda:{device_index}"
 
 
 def _load(spec: KernelSpec, device_index: int, smem_bytes: int) -> Loaded:
@@ -65,7 +70,7 @@ def _load(spec: KernelSpec, device_index: int, smem_bytes: int) -> Loaded:
     with on_device(device_index):
         module = check(driver.cuModuleLoadData(compiled.cubin))
         if spec.debug:
-            debug.attach(module, f"{spec.name} [{spec.describe()}] on cuda:{device_index}", device_index)
+            debug.attach(module, _label(spec, device_index), device_index)
         fn = check(driver.cuModuleGetFunction(module, spec.name.encode()))
         check(driver.cuFuncSetAttribute(
             fn, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes))
