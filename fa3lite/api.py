@@ -60,9 +60,10 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, deterministic=Fal
     if plan is not None:   # a repeat of a call that ran on the kernels: its launch, with autograd's node if needed
         if ops.autograd_needed(q, k, v, learnable_sink):
             out, lse = ops.planned_attention(q, k, v, learnable_sink, plan, deterministic, backend, return_lse)
-        else:
-            out, lse = plan(q, k, v, ops.kernel_sink(learnable_sink))
-        return (out, lse) if return_lse else out
+            return (out, lse) if return_lse else out
+        if return_lse:
+            return plan(q, k, v, ops.kernel_sink(learnable_sink))
+        return plan.out(q, k, v, ops.kernel_sink(learnable_sink))   # no lse made: nothing keeps it
     if not checked:
         problems = checks.attention_problems(q, k, v)
         problems += checks.scale_problems("softmax_scale", softmax_scale)
@@ -168,7 +169,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             if ops.autograd_needed(query, key, value):
                 deterministic = torch.are_deterministic_algorithms_enabled()
                 return ops.planned_attention(query, key, value, None, found, deterministic, backend, False)[0]
-            return found(query, key, value)[0]
+            return found.out(query, key, value)
         out = _fa3lite_sdpa(query, key, value, is_causal, scale, backend, True)
         if query.dim() == 4:   # attach the launch plan the call made (3-D calls go through views, no plan)
             softmax_scale = query.shape[3] ** -0.5 if scale is None else float(scale)

@@ -206,7 +206,8 @@ def test_op_keys_keep_scalar_types_apart():
 
 class _FakePlan:
     """A forward launch plan's interface (hopper.fwd._FwdPlan) running the fallback: calls append
-    the layout to ``log``; ``backward_plans`` as the real one keeps them (filled by the test)."""
+    the layout to ``log`` (``out``, which makes no lse: ("out", layout)); ``backward_plans`` as the
+    real one keeps them (filled by the test)."""
 
     def __init__(self, scale, causal, offset, bhsd, log):
         self.attention, self.bhsd, self.log, self.backward_plans = (scale, causal, offset, None, 0.0), bhsd, log, {}
@@ -219,6 +220,12 @@ class _FakePlan:
             out, lse = fallback.forward(*(t.transpose(1, 2) for t in (q, k, v)), scale, causal, 0)
             return out.transpose(1, 2), lse
         return fallback.forward(q, k, v, scale, causal, offset)
+
+    def out(self, q, k, v, sink=None):
+        """out alone (the real plan's kernel then stores no lse); logs ("out", layout)."""
+        out = self(q, k, v, sink)[0]
+        self.log[-1] = ("out", self.bhsd)
+        return out
 
 
 class _FakeBackwardPlan:
@@ -258,11 +265,12 @@ def test_a_repeat_without_autograd_goes_straight_to_the_attached_plan(kernels_on
     q, k, v = _qkv()
     first = fa3lite.flash_attn_func(q, k, v, causal=True)
     assert planned == []                                   # the first call builds and attaches
-    assert torch.equal(fa3lite.flash_attn_func(q, k, v, causal=True), first) and planned == [False]
+    # without autograd and without return_lse the plan makes out alone
+    assert torch.equal(fa3lite.flash_attn_func(q, k, v, causal=True), first) and planned == [("out", False)]
     leaves = [t.detach().requires_grad_() for t in (q, k, v)]
-    out = fa3lite.flash_attn_func(*leaves, causal=True)    # autograd: the eager node runs the plan
+    out = fa3lite.flash_attn_func(*leaves, causal=True)    # autograd: the eager node runs the plan, lse kept
     fa3lite.flash_attn_func(*leaves, causal=True)
-    assert planned == [False] * 3 and looked_up == [False]  # attached once, never looked up again
+    assert planned == [("out", False), False, False] and looked_up == [False]  # attached once, never looked up again
     torch_leaves = [t.detach().requires_grad_() for t in (q, k, v)]
     want = fa3lite.flash_attn_func(*torch_leaves, causal=True, backend="torch")
     assert torch.equal(out, want)
@@ -271,13 +279,18 @@ def test_a_repeat_without_autograd_goes_straight_to_the_attached_plan(kernels_on
         assert torch.equal(got, exp)
     monkeypatch.setenv("FA3LITE_DEBUG", "1")               # other kernels: another key, checked again
     fa3lite.flash_attn_func(q, k, v, causal=True)
-    assert planned == [False] * 3 and len(kernels_on_cpu) == 2
+    before = [("out", False), False, False]
+    assert planned == before and len(kernels_on_cpu) == 2
+    monkeypatch.delenv("FA3LITE_DEBUG")
+    first_lse = fa3lite.flash_attn_func(q, k, v, causal=True, return_lse=True)   # another key: checked
+    again = fa3lite.flash_attn_func(q, k, v, causal=True, return_lse=True)       # the plan, lse made
+    assert all(torch.equal(a, b) for a, b in zip(again, first_lse)) and planned == before + [False]
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
     with torch.no_grad():
         a = fa3lite.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
         b = fa3lite.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
         c = fa3lite.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
-    assert torch.equal(a, c) and torch.equal(b, c) and planned == [False] * 3 + [True]
+    assert torch.equal(a, c) and torch.equal(b, c) and planned == before + [False, ("out", True)]
 
 
 def test_sdpa_with_autograd_records_one_node_in_torch_layout(kernels_on_cpu):

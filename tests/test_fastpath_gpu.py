@@ -59,6 +59,38 @@ def test_thousands_of_cached_calls_match_the_checked_first_call():
     assert len(callkey._passed) == len(cases) and len(hopper._plans) == len(cases)
 
 
+@pytest.mark.parametrize("shape", [(2, 77, 130, 4, 2, 64), (1, 4100, 4100, 8, 8, 128), (3, 300, 1, 2, 1, 256)],
+                         ids=["odd", "persistent", "one-key"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_call_that_keeps_no_lse_writes_all_of_out(monkeypatch, shape, causal):
+    """A repeat without autograd or return_lse launches with no LSE address (_FwdPlan.out): the kernel
+    must store no LSE (a store through 0 faults) and still every element of out (NaN-poisoned here),
+    bit for bit as the launch that makes lse."""
+    from fa3lite.hopper import fwd as hopper
+
+    b, sq, sk, hq, hk, d = shape
+    gen = torch.Generator(device="cuda").manual_seed(sq + causal)
+    q = torch.randn(b, sq, hq, d, device="cuda", generator=gen).bfloat16()
+    k, v = (torch.randn(b, sk, hk, d, device="cuda", generator=gen).bfloat16() for _ in range(2))
+    first, lse = fa3lite.flash_attn_func(q, k, v, causal=causal, return_lse=True, backend="fa3lite")
+    fresh = hopper._FwdPlan._out
+    poisoned = []
+
+    def poisoned_out(plan, like):
+        out = fresh(plan, like).fill_(float("nan"))
+        poisoned.append(out)
+        return out
+
+    monkeypatch.setattr(hopper._FwdPlan, "_out", poisoned_out)
+    for _ in range(2):                   # the first call checks and attaches the plan, the second runs it
+        got = fa3lite.flash_attn_func(q, k, v, causal=causal, backend="fa3lite")
+    torch.cuda.synchronize()
+    assert len(poisoned) == 2 and got is poisoned[-1]
+    assert torch.equal(got, first)
+    again, again_lse = fa3lite.flash_attn_func(q, k, v, causal=causal, return_lse=True, backend="fa3lite")
+    assert torch.equal(again, first) and torch.equal(again_lse, lse)
+
+
 def test_cached_calls_with_gradients_repeat_bitwise():
     gen = torch.Generator(device="cuda").manual_seed(3)
     q, k, v = (_make("packed", (2, 150, 4, 128), torch.bfloat16, gen).requires_grad_() for _ in range(3))

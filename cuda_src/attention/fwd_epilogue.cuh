@@ -98,6 +98,7 @@ __device__ __forceinline__ void fill_gap_rows(const FwdParams& p, int tid, int t
       for (int c = tid; c < row_chunks; c += threads) {
         gmem::st_v4(o + (c / kChunks) * p.o_head_bytes + (c % kChunks) * 16, uint4{0, 0, 0, 0});
       }
+      if (p.lse == nullptr) continue;
 #pragma unroll 1
       for (int h = tid; h < p.num_heads_q; h += threads) p.lse[h * p.lse_head_stride + row] = math::neg_inf();
     }
@@ -148,7 +149,7 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
   const int rb = frag::row_base(tid);
   const int cb = frag::col_base(tid);
 
-  if (tid % 4 == 0) {
+  if (tid % 4 == 0 && p.lse != nullptr) {   // null: the caller keeps no LSE (an inference call)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = t.m_block * kBlockM + wg_row + rb + 8 * h;

@@ -10,7 +10,7 @@ struct FwdParams {
   TmaDesc k;            // (B, Sk, Hk, D) boxes of kBlockN rows x D
   TmaDesc v;
   TmaDesc o;            // (B, Sq, Hq, D) boxes of 64 rows x 64 columns (one warpgroup, one column block)
-  float* lse;           // (B, Hq, Sq) contiguous, natural log
+  float* lse;           // (B, Hq, Sq) contiguous, natural log; null: not stored (the caller keeps none)
   i32* tile_sched;      // kDynamicTiles: [0] tiles claimed past the first wave, [1 + cta] that CTA's
                         // hand-off slot; zeroed by the host per launch (scheduler.cuh)
   const float* sink;    // kSink: (Hq,) f32 learnable sink logits (natural-log units): softmax.cuh

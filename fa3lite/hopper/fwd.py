@@ -123,8 +123,16 @@ class _FwdPlan:
 
     def __call__(self, q, k, v, sink=None):
         """(out, lse) of tensors with the plan's signature; ``sink`` when the plan was made for one."""
-        out = self._out(q)
         lse = q.new_empty(self.lse_shape, dtype=torch.float32)
+        return self._launch(q, k, v, sink, lse), lse
+
+    def out(self, q, k, v, sink=None):
+        """out alone, as __call__ makes it: the kernel stores no LSE (its address is 0), so a call
+        that neither returns lse nor keeps it for a backward allocates one tensor, not two."""
+        return self._launch(q, k, v, sink, None)
+
+    def _launch(self, q, k, v, sink, lse):
+        out = self._out(q)
         # the tile counter and hand-off slots: held until the launch is queued (freed earlier, the
         # memory could be handed out again -- at once without torch's caching allocator -- while
         # the kernel still uses it)
@@ -133,9 +141,9 @@ class _FwdPlan:
         stream = cdriver.stream(launch.stream_handle(self.dev))
         with on_device(self.dev):
             self.prepared.launch(stream, mq(q.data_ptr()), mk(k.data_ptr()), mv(v.data_ptr()), mo(out.data_ptr()),
-                               lse.data_ptr(), 0 if sched is None else sched.data_ptr(),
+                               0 if lse is None else lse.data_ptr(), 0 if sched is None else sched.data_ptr(),
                                0 if sink is None else sink.data_ptr())
-        return out, lse
+        return out
 
 
 FWD_HEAD = FWD_PARAMS.head("q", "k", "v", "o", "lse", "tile_sched", "sink")   # what a call fills in
@@ -182,7 +190,8 @@ def forward_bhsd(query, key, value, softmax_scale: float, causal: bool):
 def forward_plan(q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False,
                  local_offset: int | None = None, softcap: float = 0.0, sink=None):
     """The launch plan an earlier forward() (bhsd: forward_bhsd()) with this signature built, or None.
-    Calling it with tensors of that signature is that forward: plan(q, k, v[, sink]) -> (out, lse)."""
+    Calling it with tensors of that signature is that forward: plan(q, k, v[, sink]) -> (out, lse);
+    plan.out(q, k, v[, sink]) -> out makes no lse."""
     return _plans.get(_plan_key(q, k, v, softmax_scale, causal, causal_offset, bhsd, local_offset, softcap,
                                 sink is not None))
 
