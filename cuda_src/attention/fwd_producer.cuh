@@ -3,7 +3,6 @@
 // Contract with the consumers (per K/V stage s, round r = phase), continued across the CTA's tiles:
 //   producer waits k_empty[s] (phase ^ 1), arms k_full[s] with the full box bytes, loads K  -> k_full[s]
 //   producer waits v_empty[s] (phase ^ 1), arms v_full[s], loads V                          -> v_full[s]
-// (kOverlap: V of each block after K of the next one, see fwd_producer's loop.)
 // Round 0's empty waits pass at once: the buffers start free. K and V have separate barriers so
 // S = Q K^T can start while V is still in flight. Key blocks go from the last to the first, so the
 // masked blocks of the band's upper edge come first (those of a window's lower edge come last).
@@ -131,20 +130,6 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
     const int k_row0 = kSeqMaps || kPaged ? 0 : sq.k_start;
     // kb.begin >= kb.end: nothing visible; the consumers write zeros and -inf without any load.
     if (kQStages == 2 && kb.end > kb.begin) produce_q(p, sm, map_q, t, q_row0, batch, q_round, leader);
-    // V of key block n into stage `at` (its K went there too).
-    const auto produce_v = [&](const RingPos<kStages>& at, int n, const PagedChunks& chunks) {
-      trace::wait(blockIdx.x, 2, sm.v_empty(at.stage), at.phase ^ 1u);
-      if constexpr (kPaged) {
-        load_paged<kPaddedV>(sm.v(at.stage), map_v, sm.v_full(at.stage), p, chunks, t.head_kv, leader);
-      } else if (leader) {
-        mbar::arrive_expect_tx(sm.v_full(at.stage), kKVTileBytes);
-        load_v(sm.v(at.stage), map_v, sm.v_full(at.stage), k_row0 + n * kBlockN, t.head_kv, batch);
-      }
-    };
-    // kOverlap: the consumers read K(n) beside V(n + 1) (fwd_consumer.cuh), so V goes one block
-    // behind K here: K(n) is issued once its stage is free (S of the block before it in the stage
-    // done), not after V(n + 1), which waits for the slower P.V GEMM that last read V's stage.
-    PagedChunks prev_chunks{};   // kPaged: block n + 1's chunks
     for (int n = kb.end - 1; n >= kb.begin; --n) {
       const PagedChunks chunks = kPaged ? paged_chunks(p, sq.seqlen_k, t.batch, n) : PagedChunks{};
       trace::wait(blockIdx.x, 2, sm.k_empty(pos.stage), pos.phase ^ 1u);
@@ -155,15 +140,15 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
         load_k(sm.k(pos.stage), map_k, sm.k_full(pos.stage), k_row0 + n * kBlockN, t.head_kv, batch);
       }
       if (kQStages == 1 && n == kb.end - 1) produce_q(p, sm, map_q, t, q_row0, batch, q_round, leader);
-      if (!kOverlap) {
-        produce_v(pos, n, chunks);
-      } else if (n < kb.end - 1) {
-        produce_v(pos.before(), n + 1, prev_chunks);
+      trace::wait(blockIdx.x, 2, sm.v_empty(pos.stage), pos.phase ^ 1u);
+      if constexpr (kPaged) {
+        load_paged<kPaddedV>(sm.v(pos.stage), map_v, sm.v_full(pos.stage), p, chunks, t.head_kv, leader);
+      } else if (leader) {
+        mbar::arrive_expect_tx(sm.v_full(pos.stage), kKVTileBytes);
+        load_v(sm.v(pos.stage), map_v, sm.v_full(pos.stage), k_row0 + n * kBlockN, t.head_kv, batch);
       }
-      prev_chunks = chunks;
       pos.advance();
     }
-    if (kOverlap && kb.end > kb.begin) produce_v(pos.before(), kb.begin, prev_chunks);
   }
 }
 

@@ -16,11 +16,6 @@ struct RingPos {
       phase ^= 1u;
     }
   }
-
-  // The position one step back (recomputed, so a caller keeps no second position live).
-  __device__ __forceinline__ RingPos before() const {
-    return stage == 0 ? RingPos{kStages - 1, phase ^ 1u} : RingPos{stage - 1, phase};
-  }
 };
 
 }}  // namespace fa3lite::attn
