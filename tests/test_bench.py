@@ -37,7 +37,7 @@ from fa3lite.bench.results import (
     HostTime,
     Measurement,
 )
-from fa3lite.bench.runner import ODD_SEQLEN, TIME_BUDGET_REASON, GridRunner
+from fa3lite.bench.runner import HOST_SHAPE, ODD_SEQLEN, TIME_BUDGET_REASON, GridRunner
 from fa3lite.bench.timing import MAX_SETS, MIN_SETS, Stats, rotation_sets
 
 REPO = Path(__file__).resolve().parent.parent
@@ -528,6 +528,60 @@ def test_runner_streams_results_and_host_times():
     assert hosts["fa3lite"].status == OK and hosts["fa3lite"].host_us == 12.5
     assert hosts[BASELINE].status == WRONG and "err" in hosts[BASELINE].reason
     assert hosts["gone"].status == ABSENT
+
+
+def test_torch_layout_entries_are_host_timed_on_views_made_once():
+    """An entry in torch's (B, H, S, d) layout (Bound.torch_layout) is checked through the adapter but
+    host-timed on (B, H, S, d) views of the inputs made once per mode: the table charges it what a caller
+    in that layout pays, not the adapter's per-call views. Its gradients still flow (fwd_bwd)."""
+    seen = []
+
+    class TorchLayout(MathImpl):
+        def bind(self, causal, seqlen_q, seqlen_k, scale, device):
+            def native(q, k, v):
+                seen.append((torch.is_grad_enabled(), q, k, v))
+                return _bshd_math(*(t.transpose(1, 2) for t in (q, k, v)), scale, causal).transpose(1, 2)
+
+            return Bound(lambda q, k, v: native(*(t.transpose(1, 2) for t in (q, k, v))).transpose(1, 2),
+                         torch_layout=native)
+
+    class Twice(FakeTimer):
+        def host_time(self, call, context):
+            with context():
+                call()
+                call()
+            return 12.5, 20.0
+
+    impls = [MathImpl("fa3lite"), TorchLayout(BASELINE)]
+    runner, _ = _run(impls, spec=_tiny_spec(modes=("fwd",)), timer=Twice())
+    seen.clear()
+    hosts = [h for h in runner.host_times() if h.impl == BASELINE]
+    assert {h.mode: h.status for h in hosts} == {"fwd": OK, "fwd_grad": OK, "fwd_bwd": OK}
+    # the check's one call through the adapter, then per mode a first call and two timed ones
+    timed = seen[1:]
+    assert len(timed) == 3 * 3
+    by_q = {}
+    for grad, q, k, v in timed:
+        by_q.setdefault(id(q), []).append((grad, q, k, v))
+    assert len(by_q) == 3                                   # one set of views per mode, made once
+    for calls in by_q.values():
+        grad, q, k, v = calls[0]
+        assert len(calls) == 3 and all(c[2] is k and c[3] is v and c[0] == grad for c in calls)
+        shape = (HOST_SHAPE["batch"], HOST_SHAPE["heads"], HOST_SHAPE["seqlen"], HOST_SHAPE["head_dim"])
+        assert q.shape == shape and q.transpose(1, 2).is_contiguous() and q.requires_grad == grad
+    assert sorted(c[0][0] for c in by_q.values()) == [False, True, True]   # fwd, fwd_grad, fwd_bwd
+
+
+def test_sdpa_adapters_give_their_torch_layout_call():
+    from fa3lite.bench.impls import Sdpa
+
+    bound = Sdpa("math", "Math", "MATH").bind(True, 32, 32, 0.25, "cpu")
+    q, k, v = (torch.randn(2, 32, 3, 16) for _ in range(3))
+    assert bound.torch_layout is not None
+    with bound.context():
+        want = bound.call(q, k, v)
+        got = bound.torch_layout(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+    assert got.shape == (2, 3, 32, 16) and torch.equal(got.transpose(1, 2), want)
 
 
 def test_runner_times_every_mode_in_grad_mode():

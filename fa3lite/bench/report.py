@@ -118,7 +118,8 @@ def format_host_times(run: BenchRun, labels: dict[str, str], shape: str) -> str:
     the no-grad forward including the GPU)."""
     modes = ("fwd", "fwd_grad", "fwd_bwd")
     lines = [f"Host time per call at {shape}, us (issued back to back; fwd: inputs without grad, "
-             f"fwd_grad: inputs requiring grad, fwd_bwd: forward + autograd.grad; wall: fwd with the GPU):",
+             f"fwd_grad: inputs requiring grad, fwd_bwd: forward + autograd.grad; wall: fwd with the GPU; "
+             f"SDPA-style entries on (B, H, S, d) views made once):",
              f"  {'impl':<18} " + " ".join(f"{m:>9}" for m in modes) + f" {'wall':>9}"]
     rows: dict[str, dict[str, object]] = {}
     for h in run.host_times:

@@ -106,7 +106,8 @@ class HostTime:
     "fwd_bwd" (forward and torch.autograd.grad: one training step of the op). impl names an
     implementation, or an fa3lite entry: "fa3lite_sdpa" (fa3lite.scaled_dot_product_attention),
     "fa3lite_compiled" (inside torch.compile, the custom-op path), "fa3lite_graph" (replaying a
-    captured CUDA graph of the call).
+    captured CUDA graph of the call). Entries in torch's (B, H, S, d) layout (SDPA's backends,
+    fa3lite_sdpa, Flex) are timed on such views of the inputs, made once (impls.Bound.torch_layout).
     """
 
     impl: str

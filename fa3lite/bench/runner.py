@@ -576,13 +576,19 @@ def _measurement(impl, cell: Cell, mode: str, status: str, stats: Stats | None =
 
 
 def _host_step(bound, mode: str, q, k, v, dout):
-    """(step, context factory) issuing one call of ``bound`` in ``mode`` (HostTime.mode)."""
+    """(step, context factory) issuing one call of ``bound`` in ``mode`` (HostTime.mode); q, k, v, dout
+    (B, S, H, d). An entry in torch's layout (bound.torch_layout) gets (B, H, S, d) views of them, made
+    here once, as a caller in that layout has its tensors."""
+    call = bound.call
+    if bound.torch_layout is not None:
+        call = bound.torch_layout
+        q, k, v, dout = (t.transpose(1, 2) for t in (q, k, v, dout))
     if mode == "fwd":
-        return (lambda: bound.call(q, k, v)), _entered(bound.context, torch.no_grad)
+        return (lambda: call(q, k, v)), _entered(bound.context, torch.no_grad)
     leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
     if mode == "fwd_grad":
-        return (lambda: bound.call(*leaves)), _entered(bound.context, torch.enable_grad)
+        return (lambda: call(*leaves)), _entered(bound.context, torch.enable_grad)
     if mode == "fwd_bwd":
-        return (lambda: torch.autograd.grad(bound.call(*leaves), leaves, dout)), \
+        return (lambda: torch.autograd.grad(call(*leaves), leaves, dout)), \
             _entered(bound.context, torch.enable_grad)
     raise ValueError(f"unknown host-time mode {mode!r}")
