@@ -58,15 +58,17 @@ class FwdTile(typing.NamedTuple):
 #   the bench's soak: section 33; cuDNN's kernel for this shape also waits for each S in full).
 # - d=128: 128 x 128 everywhere but full masks from 8k keys, where one CTA per tile beats the
 #   persistent grid (+3..4% at 16k); wider key blocks no longer pay.
-# - d=256: persistent 128 x 80, but one CTA per tile for full masks from 16k keys (+2%) and 64-key
-#   blocks for causal masks below 2k keys (+3..4% at 1k).
+# - d=256: persistent 128 x 80, but 64-key blocks for causal masks below 2k keys (+3..4% at 1k; even
+#   with kDirectO, RESULTS section 49). One CTA per tile had been 2% faster for full masks from 16k
+#   keys while O went out through sQ; with O stored from registers (kDirectO) persistent is 0.5-1.1%
+#   ahead at 4k-16k.
 FWD_TILES = {
     (64, False): ((0, FwdTile(192, 128, 2, True, False, persistent=True)),),
     (64, True): ((0, FwdTile(128, 128, 2, False, False, persistent=True)),
                  (2048, FwdTile(192, 128, 2, True, False, persistent=True))),
     (128, False): ((0, FwdTile(128, 128, 2, True, True, persistent=True)), (8192, FwdTile(128, 128, 2, True, True))),
     (128, True): ((0, FwdTile(128, 128, 2, True, True, persistent=True)),),
-    (256, False): ((0, FwdTile(128, 80, 2, True, True, persistent=True)), (16384, FwdTile(128, 80, 2, True, True))),
+    (256, False): ((0, FwdTile(128, 80, 2, True, True, persistent=True)),),
     (256, True): ((0, FwdTile(128, 64, 2, True, True, persistent=True)),
                   (2048, FwdTile(128, 80, 2, True, True, persistent=True))),
 }
@@ -136,9 +138,9 @@ def varlen_tile(head_dim: int, causal: bool, max_seqlen_k: int = 0, softcap: boo
 
 FWD_PARAMS = ParamStruct("fa3lite::attn::FwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("o", "tma"),
-    ("lse", "ptr"), ("tile_sched", "ptr"), ("sink", "ptr"),
+    ("lse", "ptr"), ("tile_sched", "ptr"), ("sink", "ptr"), ("o_base", "ptr"),
     ("cu_seqlens_q", "ptr"), ("cu_seqlens_k", "ptr"), ("seqused_q", "ptr"), ("seqused_k", "ptr"),
-    ("q_base", "ptr"), ("k_base", "ptr"), ("v_base", "ptr"), ("o_base", "ptr"), ("seq_maps", "ptr"),
+    ("q_base", "ptr"), ("k_base", "ptr"), ("v_base", "ptr"), ("seq_maps", "ptr"),
     ("o_accum", "ptr"), ("lse_accum", "ptr"), ("page_table", "ptr"),
     ("q_row_bytes", "i64"), ("k_row_bytes", "i64"), ("v_row_bytes", "i64"),
     ("o_row_bytes", "i64"), ("o_head_bytes", "i64"), ("o_member_bytes", "i64"),
@@ -220,6 +222,12 @@ class FwdVariant:
     def separate_o(self) -> bool:
         """Whether O gets its own staging buffer (fwd_smem.cuh): where shared memory has room."""
         return self._smem(True, 1) <= SMEM_LIMIT
+
+    @property
+    def direct_o(self) -> bool:
+        """Mirror of kDirectO (config.cuh): a persistent fixed-length kernel without room for sO stores O
+        from registers, so nothing stages O in sQ."""
+        return not self.separate_o and self.tile.persistent and not self.varlen and not self.split
 
     @property
     def q_stages(self) -> int:

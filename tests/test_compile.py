@@ -40,6 +40,12 @@ def test_fwd_variant_resources_and_sass(variant):
         assert "UTMASTG" not in sass and sass.get("STG.E.128", 0) >= 1, sorted(sass)
         # a dense varlen kernel is persistent and claims its real tiles from a counter (kVarlenTiles)
         assert variant.tile.persistent != variant.split and (sass.get("ATOMG", 0) >= 1) == variant.tile.persistent
+    elif variant.direct_o:
+        # no room for sO in a persistent CTA: O leaves from registers, a 16-byte store per lane and
+        # 8-column chunk after the quad's transpose (4 shuffles per four chunks), never through sQ
+        chunks = 2 * variant.head_dim_v // 8    # a thread's chunks: two rows
+        assert "UTMASTG" not in sass and sass.get("STG.E.128", 0) >= chunks // 4, sorted(sass)
+        assert sass.get("SHFL.BFLY", 0) >= chunks, sorted(sass)
     else:
         assert sass.get("UTMASTG", 0) >= 1      # O through shared memory
     if variant.split:
@@ -153,18 +159,17 @@ def test_fwd_grid_one_cta_per_tile_or_one_per_sm():
     tile = fwd_tile(128, False)
     pers = FwdVariant(128, "bf16", False, tile=tile._replace(persistent=True))
     single = FwdVariant(128, "bf16", False, tile=tile._replace(persistent=False))
-    none = -OFFSET_LIMIT     # no window's lower edge
-    assert fwd_grid(single, 1000, 4096, 0, none, 132) == 1000
-    assert fwd_grid(pers, 1000, 4096, 0, none, 132) == 132
-    assert fwd_grid(pers, 100, 4096, 0, none, 132) == 100          # fewer tiles than SMs
-    # O staged in sQ (no room for its own buffer): no persistent grid once a tile may see no key
+    assert fwd_grid(single, 1000, 132) == 1000
+    assert fwd_grid(pers, 1000, 132) == 132
+    assert fwd_grid(pers, 100, 132) == 100          # fewer tiles than SMs
+    # no room for sO: a persistent fixed-length kernel stores O from registers (kDirectO), so its Q
+    # buffer never stages O and a persistent grid takes tiles that see no key as the others do
     wide = FwdVariant(256, "bf16", True, tile=fwd_tile(256, True)._replace(persistent=True))
-    assert not wide.separate_o
-    assert fwd_grid(wide, 1000, 4096, 0, none, 132) == 132
-    assert fwd_grid(wide, 1000, 4096, -128, none, 132) == 1000       # block 0 sees no key
-    assert fwd_grid(wide, 1000, 4096, -127, none, 132) == 132
-    assert fwd_grid(wide, 1000, 4096, 0, -64, 132) == 1000           # a window: some tile may see none
-    assert pers.separate_o and fwd_grid(FwdVariant(128, "bf16", True, tile=pers.tile), 1000, 4096, -5000, none, 132) == 132
+    assert not wide.separate_o and wide.direct_o
+    assert fwd_grid(wide, 1000, 132) == 132
+    assert not FwdVariant(256, "bf16", True, tile=wide.tile, varlen=True).direct_o   # varlen stages O in sQ
+    assert not FwdVariant(256, "bf16", True, tile=wide.tile._replace(persistent=False)).direct_o
+    assert not pers.direct_o                                                         # it has sO
     # causal persistent kernels claim tiles from a counter (kDynamicTiles); full-mask ones stride
     assert FwdVariant(128, "bf16", True, tile=pers.tile).dynamic_tiles and not pers.dynamic_tiles
     assert not FwdVariant(128, "bf16", True, tile=single.tile).dynamic_tiles

@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from fa3lite.hopper import fwd as hopper
-from fa3lite.hopper.common import OFFSET_LIMIT
 
 pytestmark = pytest.mark.gpu
 if not (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
@@ -105,8 +104,8 @@ def test_persistent_grid_over_many_tiles(head_dim, causal, shape):
     tiles = -(-Sq // variant.block_m) * Hq * B
     sms = torch.cuda.get_device_properties(q.device).multi_processor_count
     assert tiles > sms
-    assert plan.grid[0] == hopper.fwd_grid(variant, tiles, Sq, Sk - Sq if causal else 0, -OFFSET_LIMIT, sms)
-    if variant.tile.persistent and (variant.separate_o or not causal or Sq <= Sk):
+    assert plan.grid[0] == hopper.fwd_grid(variant, tiles, sms)
+    if variant.tile.persistent:
         assert plan.grid[0] == sms
 
 

@@ -20,7 +20,8 @@ constexpr bool kSink = FA3LITE_SINK != 0;
 constexpr bool kOverlap = FA3LITE_OVERLAP != 0;   // softmax of block n under the P.V GEMM of block n+1
 constexpr bool kPingpong = FA3LITE_PINGPONG != 0; // consumer warpgroups take turns issuing GEMMs (pingpong.cuh)
 // O is staged for its TMA store in a buffer of its own (where shared memory has room), so the next
-// tile's Q can load while this tile's epilogue runs; otherwise O reuses the Q tile (fwd_smem.cuh).
+// tile's Q can load while this tile's epilogue runs; otherwise O reuses the Q tile (fwd_smem.cuh) or,
+// kDirectO, is stored from registers.
 constexpr bool kSeparateO = FA3LITE_SEPARATE_O != 0;
 // Q buffers: a persistent CTA with its own O buffer (fixed lengths, where shared memory has room)
 // keeps two, so the producer loads the next tile's Q while the consumers still read this one's
@@ -48,6 +49,12 @@ static_assert(!kSplit || (kVarlen && !kPersistent), "split-KV runs on the varlen
 // past the sequence's end may arrive, but a query row past it is never written, a key past it is
 // masked, and V's rows past it are cleared before the P.V GEMM (fwd_consumer.cuh clear_v_tail).
 constexpr bool kSeqMaps = kVarlen && !kSplit;
+// A persistent fixed-length CTA without room for sO stores O straight from the accumulator registers
+// to global memory (fwd_epilogue.cuh store_rows), so sQ is free once the tile's last Q K^T is done
+// and the next tile's Q loads under the last P.V GEMM and the epilogue (staged in sQ, Q loaded only
+// after the TMA store had read O out: D = 256, where a Q tile is 64 KB). Varlen and split kernels
+// keep the staging.
+constexpr bool kDirectO = !kSeparateO && kPersistent && !kVarlen && !kSplit;
 // Paged K/V read in place (decode): K and V are a pool of pages (num_pages, page_size, Hk, D) and
 // sequence b's key row r lives in page p.page_table[b][r / page_size]; each key block arrives in
 // chunks of p.page_rows rows (fwd_producer.cuh load_paged). Split tile only (one consumer warpgroup).

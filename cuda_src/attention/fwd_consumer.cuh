@@ -203,9 +203,9 @@ __device__ __forceinline__ int consume_tile(const FwdParams& p, const FwdSmem& s
     } else {
       mainloop_serial(p, sm, mask, q_wg, kb, tid, pp, pos, softmax, o);
     }
-    // Every Q K^T wgmma of this warp has completed: with its own O buffer, the Q buffer may take a
+    // Every Q K^T wgmma of this warp has completed: unless O is staged in it, the Q buffer may take a
     // later tile's Q.
-    if constexpr (kSeparateO) release(sm.q_empty(q_slot), tid);
+    if constexpr (kQFreeAfterGemms) release(sm.q_empty(q_slot), tid);
     ++q_round;
   }
   const int next = next_tile(p, idx, wg);

@@ -2,7 +2,8 @@
 // O goes into this warpgroup's 64 rows of sO (sm.o(): its own buffer, or sQ, whose rows this
 // warpgroup no longer reads) in the same [D/64][rows][64] swizzled layout TMA uses, then one thread
 // stores each 64-column block with a TMA store; rows past seqlen_q are clipped by the TMA unit, so a
-// partial tile never writes out of bounds. Buffer hand-offs, per warpgroup:
+// partial tile never writes out of bounds. kDirectO (no room for sO in a persistent CTA) stores O
+// from registers instead (store_rows), leaving sQ to the next tile's Q. Buffer hand-offs, per warpgroup:
 //   - with its own sO, the thread that stores waits for the TMA engine to have read the previous
 //     tile's O only when it comes to write the next one (and before the CTA exits: wait_o_read), so
 //     the warpgroup goes on to its next tile's GEMMs while the store runs; the warpgroup barrier at
@@ -133,6 +134,52 @@ __device__ __forceinline__ void write_partial(const FwdParams& p, const Tile& t,
   }
 }
 
+// kDirectO: a quad's four words of one row (two 16-bit columns each) in chunks c = 0..3 of a group
+// of four 8-column chunks -- lane q holds columns 2q, 2q + 1 of each -- transposed so that lane q holds
+// chunk q whole (its columns 0..7 in w[0..3]): two butterfly steps, each swapping one bit of the lane
+// with that bit of the chunk (shfl.sync.bfly across the quad, the other two words staying).
+__device__ __forceinline__ void quad_transpose(u32 (&w)[4], int lane) {
+#pragma unroll
+  for (int bit = 1; bit <= 2; bit <<= 1) {
+    const bool high = lane & bit;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      if (c & bit) continue;   // pair (c, c | bit): the lane sends the one whose bit differs from its own
+      const u32 got = warp::shfl_xor(high ? w[c] : w[c | bit], bit);
+      if (high) w[c] = got; else w[c | bit] = got;
+    }
+  }
+}
+
+// kDirectO: this warpgroup's rows of O, normalised, in the input dtype, straight from the accumulator
+// fragment. Per row and group of four 8-column chunks the quad transposes its words (quad_transpose),
+// so each lane stores one chunk in a 16-byte store and the quad 64 contiguous bytes (4-byte stores
+// cost a memory transaction per row each: 8% slower at 1k). Rows past seqlen_q and columns of padding
+// (D = 192 in 256) are skipped; the shuffles run in every lane.
+__device__ __forceinline__ void store_rows(const FwdParams& p, const Tile& t, const Seq& sq, int wg_row, int tid,
+                                           const float (&o)[kHeadDim / 2], const float (&inv)[2]) {
+  static_assert(kHeadDimVReal % 32 == 0, "O's columns come in groups of four 8-column chunks");
+  const int rb = frag::row_base(tid);
+  const int q = tid % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = t.m_block * kBlockM + wg_row + rb + 8 * h;
+    char* const dst = p.o_base + (static_cast<i64>(t.batch) * p.seqlen_q + row) * p.o_row_bytes +
+                      t.head * p.o_head_bytes + q * 8 * kElemBytes;
+#pragma unroll
+    for (int g = 0; g < kHeadDimVReal / 32; ++g) {   // chunks 4g .. 4g + 3: accumulator pairs i = 16g + 4c + 2h
+      u32 w[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int i = 16 * g + 4 * c + 2 * h;
+        w[c] = math::pack(o[i] * inv[h], o[i + 1] * inv[h], Element{});
+      }
+      quad_transpose(w, q);
+      if (row < sq.seqlen_q) gmem::st_v4(dst + g * 32 * kElemBytes, uint4{w[0], w[1], w[2], w[3]});
+    }
+  }
+}
+
 __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& sm, const Tile& t, const Seq& sq,
                                              int wg, int tid, const float (&o)[kHeadDim / 2], const float (&inv)[2],
                                              const float (&lse)[2], bool has_keys) {
@@ -144,7 +191,7 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
   }
   const u32 wg_bar = static_cast<u32>(NamedBarrier::kEpilogueWg0) + wg;
   if (kSeparateO && !kVarlen && tid == 0) tma::wait_group_read<0>();   // the previous tile's O has left sO
-  named_barrier::sync(wg_bar, kWarpgroupThreads);
+  if constexpr (!kDirectO) named_barrier::sync(wg_bar, kWarpgroupThreads);
   const int wg_row = wg * 64;                       // first tile row of this warpgroup
   const int rb = frag::row_base(tid);
   const int cb = frag::col_base(tid);
@@ -162,6 +209,10 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
     }
   }
 
+  if constexpr (kDirectO) {
+    store_rows(p, t, sq, wg_row, tid, o, inv);
+    return;
+  }
   if constexpr (kVarlen) {
     if (!has_keys) {
       copy_out_rows(p, sm, t, sq, wg_row, tid, false);

@@ -5,7 +5,8 @@
 //   sV[kStages]   kBlockN x D
 //   sO            kBlockM x D, with kSeparateO only: the epilogue's staging buffer for the TMA store.
 //                 Without it O is staged in sQ (each warpgroup only ever touches its own 64 rows, so
-//                 its O never overwrites Q rows another warpgroup still reads).
+//                 its O never overwrites Q rows another warpgroup still reads), or with kDirectO not
+//                 staged at all.
 //   mbarriers     q_full/q_empty[kQStages], k_full/k_empty[kStages], v_full/v_empty[kStages]
 // Each tile is stored as [D/64 column block][row][64 columns], 128 bytes per row.
 #pragma once
@@ -42,9 +43,11 @@ struct FwdSmem {
   }
 };
 
-// Arrivals that free a Q buffer for a later tile's load: with sO, one per consumer warp once its last
-// Q K^T wgmma completed; without, one per warpgroup once the TMA store has read its O rows out of sQ.
-constexpr u32 kQEmptyArrivals = kSeparateO ? kConsumerWarps : kConsumerWarpgroups;
+// Arrivals that free a Q buffer for a later tile's load: with sO or kDirectO, one per consumer warp
+// once its last Q K^T wgmma completed; O staged in sQ, one per warpgroup once the TMA store has read
+// its O rows out of sQ.
+constexpr bool kQFreeAfterGemms = kSeparateO || kDirectO;
+constexpr u32 kQEmptyArrivals = kQFreeAfterGemms ? kConsumerWarps : kConsumerWarpgroups;
 
 static_assert(FwdSmem::kDynamicBytes <= 227 * 1024, "tiles exceed Hopper's 227 KB of shared memory per CTA");
 #ifdef FA3LITE_SMEM_BYTES

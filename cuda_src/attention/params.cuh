@@ -14,6 +14,8 @@ struct FwdParams {
   i32* tile_sched;      // kDynamicTiles: [0] tiles claimed past the first wave, [1 + cta] that CTA's
                         // hand-off slot; zeroed by the host per launch (scheduler.cuh)
   const float* sink;    // kSink: (Hq,) f32 learnable sink logits (natural-log units): softmax.cuh
+  char* o_base;         // O's address: kVarlen's packed (total_q, Hq, Dv) rows, and config.cuh kDirectO's
+                        // (B, Sq, Hq, Dv) rows; both through o_row_bytes / o_head_bytes
   // kVarlen: sequences packed along the rows of (total, H, D) tensors, which q, k, v map as one batch.
   // Sequence b owns rows [cu_seqlens[b], cu_seqlens[b + 1]) and uses the first seqused[b] of them
   // (all without seqused). Each CTA loads through maps of its own sequence (scheduler.cuh; not kSeqMaps:
@@ -25,7 +27,6 @@ struct FwdParams {
   const char* q_base;        // the packed tensors' addresses
   const char* k_base;
   const char* v_base;
-  char* o_base;              // (total_q, Hq, Dv) through o_row_bytes / o_head_bytes
   TmaDesc* seq_maps;         // q, k, v maps of each CTA's sequence (3 per CTA, written by the CTA;
                              // config.cuh kSeqMaps: not the split kernel)
   // kSplit with num_splits > 1: per split, O normalised over the split's keys and the split's LSE
@@ -40,6 +41,7 @@ struct FwdParams {
   i64 v_row_bytes;
   // kVarlen: where O's and LSE's rows go. The dense kernel: packed row r of head h at r * o_row_bytes +
   // h * o_head_bytes in O and h * lse_head_stride + r in LSE (contiguous (total_q, Hq, Dv) and (Hq, total_q)).
+  // kDirectO (fixed lengths): row r of batch b, head h at (b * seqlen_q + r) * o_row_bytes + h * o_head_bytes.
   // kSplit: rows come in groups of row_group (a decode step's query heads of one position, read and
   // written in the step's own layout: fa3lite/hopper/varlen.py), row r being member r % row_group of
   // group r / row_group; O at group * o_row_bytes + member * o_member_bytes + h * o_head_bytes, LSE at

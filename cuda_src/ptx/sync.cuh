@@ -32,6 +32,9 @@ __device__ __forceinline__ int shfl_up(int v, int delta) { return __shfl_up_sync
 __device__ __forceinline__ float shfl(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 __device__ __forceinline__ int shfl(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 
+// Lane l's `v` from lane l ^ lane_mask: shfl.sync.bfly.
+__device__ __forceinline__ u32 shfl_xor(u32 v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask); }
+
 }  // namespace warp
 
 namespace grid {

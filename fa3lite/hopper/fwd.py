@@ -19,7 +19,7 @@ import torch
 from ..runtime import cdriver, launch, tma
 from ..runtime.driver import on_device
 from ..variants import FWD_PARAMS, FwdTile, FwdVariant, fwd_tile
-from .common import (DTYPE_NAMES, MAX_GRID_X, OFFSET_LIMIT, PLAN_LIMIT, band, debug_build, device_index,
+from .common import (DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, band, debug_build, device_index,
                      lpt_group, score_scales, sm_count)
 
 
@@ -71,7 +71,7 @@ class _FwdPlan:
         tiles = num_m_blocks * Hq * B
         if tiles > MAX_GRID_X:
             raise ValueError(f"too many tiles for one launch: {tiles} > {MAX_GRID_X}")
-        ctas = fwd_grid(variant, tiles, Sq, causal_offset, local_offset, sm_count(self.dev))
+        ctas = fwd_grid(variant, tiles, sm_count(self.dev))
         self.grid, self.device = (ctas, 1, 1), q.device
         out_stride = (Sq * Hq * Dv, Hq * Dv, Dv, 1)
         if bhsd:
@@ -86,17 +86,19 @@ class _FwdPlan:
             num_m_blocks=num_m_blocks, num_tiles=tiles, causal_offset=causal_offset, local_offset=local_offset,
             # banded: longest tiles first within groups of heads whose K and V fit in L2 (scheduler.cuh)
             lpt_heads=lpt_heads(Sk, D, Dv, q.element_size(), Hq // Hk, B * Hq, self.dev) if banded else 0,
-            **score_scales(softmax_scale, softcap), sink=0,
+            **score_scales(softmax_scale, softcap), sink=0, o_base=0,
+            # out's rows, (B, Sq, Hq, Dv) in memory in either layout, for a kDirectO epilogue (params.cuh)
+            o_row_bytes=out_stride[1] * q.element_size(), o_head_bytes=out_stride[2] * q.element_size(),
             # kVarlen only (fa3lite/hopper/varlen.py)
-            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, o_base=0,
-            seq_maps=0, q_row_bytes=0, k_row_bytes=0, v_row_bytes=0, o_row_bytes=0, o_head_bytes=0,
+            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0,
+            seq_maps=0, q_row_bytes=0, k_row_bytes=0, v_row_bytes=0,
             o_member_bytes=0, lse_head_stride=0, lse_row_stride=0, lse_member_stride=0,
             # kSplit only (varlen.py): one split
             o_accum=0, lse_accum=0, num_splits=1, pack_group=1, row_group=1, q_tile_bytes=0, page_table=0,
             page_size=0, pages_per_seq=0, page_rows=0,
         )
-        # What a call fills in leads the block: the q, k, v, o maps, then the lse, tile_sched and
-        # sink addresses (FWD_PARAMS), packed by one struct per launch.
+        # What a call fills in leads the block: the q, k, v, o maps, then the lse, tile_sched, sink
+        # and out addresses (FWD_PARAMS), packed by one struct per launch.
         self.prepared = launch.Prepared(kernel, self.grid, variant.threads, template, FWD_HEAD, self.dev)
         es = q.element_size()
         self.makers = tuple(
@@ -139,28 +141,23 @@ class _FwdPlan:
         sched = torch.zeros((self.sched_words,), dtype=torch.int32, device=self.device) if self.sched_words else None
         mq, mk, mv, mo = self.makers
         stream = cdriver.stream(launch.stream_handle(self.dev))
+        out_ptr = out.data_ptr()
         with on_device(self.dev):
-            self.prepared.launch(stream, mq(q.data_ptr()), mk(k.data_ptr()), mv(v.data_ptr()), mo(out.data_ptr()),
-                               0 if lse is None else lse.data_ptr(), 0 if sched is None else sched.data_ptr(),
-                               0 if sink is None else sink.data_ptr())
+            self.prepared.launch(stream, mq(q.data_ptr()), mk(k.data_ptr()), mv(v.data_ptr()), mo(out_ptr),
+                                 0 if lse is None else lse.data_ptr(), 0 if sched is None else sched.data_ptr(),
+                                 0 if sink is None else sink.data_ptr(), out_ptr)
         return out
 
 
-FWD_HEAD = FWD_PARAMS.head("q", "k", "v", "o", "lse", "tile_sched", "sink")   # what a call fills in
+FWD_HEAD = FWD_PARAMS.head("q", "k", "v", "o", "lse", "tile_sched", "sink", "o_base")   # what a call fills in
 
 
-def fwd_grid(variant: FwdVariant, tiles: int, seqlen_q: int, causal_offset: int, local_offset: int,
-             sm_count: int) -> int:
+def fwd_grid(variant: FwdVariant, tiles: int, sm_count: int) -> int:
     """CTAs to launch for `tiles` forward tiles: one per tile, or for a persistent variant a grid of
-    one per SM. Without its own O buffer the kernel stages O in sQ, which a persistent CTA may only do
-    on tiles that load Q: so no persistent grid where some tile may see no key at all (banded with
-    min(block_m, Sq) + causal_offset <= 0, or with a window's lower edge). Offsets as band() gives."""
+    one per SM. Any tile may see no key (a band, a window): a persistent fixed-length CTA never stages
+    O in its Q buffer (sO, or kDirectO), so such a tile takes no part in the Q hand-off."""
     if not variant.tile.persistent or tiles <= sm_count:
         return tiles
-    if not variant.separate_o and variant.causal:
-        windowed = local_offset > -OFFSET_LIMIT
-        if windowed or min(variant.block_m, seqlen_q) + causal_offset <= 0:
-            return tiles
     return sm_count
 
 

@@ -218,8 +218,8 @@ class _VarlenPlan:
         stream = cdriver.stream(launch.stream_handle(self.dev))
         with on_device(self.dev):
             self.prepared.launch(stream, mq(q_ptr), mk(k_ptr), mv(v_ptr), self.blank_map, lse_ptr, base, sink_ptr,
-                                 cu_q, cu_seqlens_k.data_ptr(), used_q,
-                                 0 if seqused_k is None else seqused_k.data_ptr(), q_ptr, k_ptr, v_ptr, out_ptr,
+                                 out_ptr, cu_q, cu_seqlens_k.data_ptr(), used_q,
+                                 0 if seqused_k is None else seqused_k.data_ptr(), q_ptr, k_ptr, v_ptr,
                                  base + self.sched_bytes, o_accum, lse_accum,
                                  0 if page_table is None else page_table.data_ptr())
             if self.combine is not None:
@@ -228,8 +228,8 @@ class _VarlenPlan:
 
 
 # what a call of the varlen / split forward fills in (the maps and addresses leading FwdParams)
-VARLEN_HEAD = FWD_PARAMS.head("q", "k", "v", "o", "lse", "tile_sched", "sink", "cu_seqlens_q", "cu_seqlens_k",
-                              "seqused_q", "seqused_k", "q_base", "k_base", "v_base", "o_base", "seq_maps",
+VARLEN_HEAD = FWD_PARAMS.head("q", "k", "v", "o", "lse", "tile_sched", "sink", "o_base", "cu_seqlens_q",
+                              "cu_seqlens_k", "seqused_q", "seqused_k", "q_base", "k_base", "v_base", "seq_maps",
                               "o_accum", "lse_accum", "page_table")
 
 
