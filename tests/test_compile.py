@@ -9,7 +9,6 @@ from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
 from fa3lite.runtime import cache
 from fa3lite.runtime.inspect import (instructions, kernel_info, mask_run_compares, mask_select_runs, opcode_counts,
                                      overlap_window, sass_text, spec_info)
-from fa3lite.hopper.common import OFFSET_LIMIT
 from fa3lite.hopper.combine import all_combine_variants
 from fa3lite.variants import (FWD_PARAMS, FWD_TILES, SOFTCAP_MAX_BLOCK_N, SOFTCAP_TILES, FwdTile, FwdVariant,
                               all_fwd_variants, fwd_tile, split_tile, varlen_tile)
