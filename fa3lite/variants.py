@@ -225,9 +225,9 @@ class FwdVariant:
 
     @property
     def direct_o(self) -> bool:
-        """Mirror of kDirectO (config.cuh): a persistent fixed-length kernel without room for sO stores O
-        from registers, so nothing stages O in sQ."""
-        return not self.separate_o and self.tile.persistent and not self.varlen and not self.split
+        """Mirror of kDirectO (config.cuh): a persistent kernel without room for sO (not the split
+        kernel) stores O from registers, so nothing stages O in sQ."""
+        return not self.separate_o and self.tile.persistent and not self.split
 
     @property
     def q_stages(self) -> int:

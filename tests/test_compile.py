@@ -34,18 +34,19 @@ def test_fwd_variant_resources_and_sass(variant):
     assert info["smem_bytes"] <= 227 * 1024
     assert sass.get("HGMMA", 0) >= variant.kernel_dim // 16 + variant.block_n // 16
     assert sass.get("UTMALDG", 0) >= 3          # Q, K, V
+    if variant.direct_o:
+        # no room for sO in a persistent CTA (fixed lengths or varlen): O leaves from registers, a
+        # 16-byte store per lane and 8-column chunk after the quad's transpose (4 shuffles per four
+        # chunks), never through sQ
+        chunks = 2 * variant.head_dim_v // 8    # a thread's chunks: two rows
+        assert "UTMASTG" not in sass and sass.get("STG.E.128", 0) >= chunks // 4, sorted(sass)
+        assert sass.get("SHFL.BFLY", 0) >= chunks, sorted(sass)
     if variant.varlen:
         # O copied out row by row (never past the sequence's end); the sequence's maps made in place
         assert "UTMASTG" not in sass and sass.get("STG.E.128", 0) >= 1, sorted(sass)
         # a dense varlen kernel is persistent and claims its real tiles from a counter (kVarlenTiles)
         assert variant.tile.persistent != variant.split and (sass.get("ATOMG", 0) >= 1) == variant.tile.persistent
-    elif variant.direct_o:
-        # no room for sO in a persistent CTA: O leaves from registers, a 16-byte store per lane and
-        # 8-column chunk after the quad's transpose (4 shuffles per four chunks), never through sQ
-        chunks = 2 * variant.head_dim_v // 8    # a thread's chunks: two rows
-        assert "UTMASTG" not in sass and sass.get("STG.E.128", 0) >= chunks // 4, sorted(sass)
-        assert sass.get("SHFL.BFLY", 0) >= chunks, sorted(sass)
-    else:
+    elif not variant.direct_o:
         assert sass.get("UTMASTG", 0) >= 1      # O through shared memory
     if variant.split:
         # a split's partial O leaves as f32 pairs straight from the accumulator fragment
@@ -166,7 +167,9 @@ def test_fwd_grid_one_cta_per_tile_or_one_per_sm():
     wide = FwdVariant(256, "bf16", True, tile=fwd_tile(256, True)._replace(persistent=True))
     assert not wide.separate_o and wide.direct_o
     assert fwd_grid(wide, 1000, 132) == 132
-    assert not FwdVariant(256, "bf16", True, tile=wide.tile, varlen=True).direct_o   # varlen stages O in sQ
+    # the dense varlen kernel too (persistent); the split kernel, one tile per CTA, keeps its stores
+    assert FwdVariant(256, "bf16", True, tile=wide.tile, varlen=True).direct_o
+    assert not FwdVariant(256, "bf16", True, tile=split_tile(256), varlen=True, split=True).direct_o
     assert not FwdVariant(256, "bf16", True, tile=wide.tile._replace(persistent=False)).direct_o
     assert not pers.direct_o                                                         # it has sO
     # causal persistent kernels claim tiles from a counter (kDynamicTiles); full-mask ones stride

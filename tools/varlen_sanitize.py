@@ -3,7 +3,8 @@ per-sequence maps (scheduler.cuh SeqMapSets): many sequences of mixed lengths (0
 several tiles) and enough heads that each CTA claims tiles of several sequences in turn. Each
 result is compared with the torch fallback (FA3's rule against an fp32 reference, per call).
 
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck python3 tools/varlen_sanitize.py [--quick]
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck python3 tools/varlen_sanitize.py \
+        [--quick] [--head-dims 256] [--heads 4]
 """
 import argparse
 import sys
@@ -32,12 +33,14 @@ def run(d: int, causal: bool, lengths, heads: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="d = 128 only, fewer heads")
+    ap.add_argument("--head-dims", default="64,128,256", help="comma-separated (without --quick)")
+    ap.add_argument("--heads", type=int, default=16, help="query heads (without --quick)")
     args = ap.parse_args()
     worst = 0.0
-    for d in (128,) if args.quick else (64, 128, 256):
+    for d in (128,) if args.quick else tuple(int(x) for x in args.head_dims.split(",")):
         for causal in (False, True):
             for lengths in (LENGTHS, LENGTHS[::-1]):
-                ratio = run(d, causal, lengths, 4 if args.quick else 16)
+                ratio = run(d, causal, lengths, 4 if args.quick else args.heads)
                 print(f"d={d} causal={causal} first={lengths[0]} error/bound {ratio:.3f}", flush=True)
                 worst = max(worst, ratio)
     print(f"varlen sanitize done, worst error/bound {worst:.3f}")

@@ -49,11 +49,12 @@ static_assert(!kSplit || (kVarlen && !kPersistent), "split-KV runs on the varlen
 // past the sequence's end may arrive, but a query row past it is never written, a key past it is
 // masked, and V's rows past it are cleared before the P.V GEMM (fwd_consumer.cuh clear_v_tail).
 constexpr bool kSeqMaps = kVarlen && !kSplit;
-// A persistent fixed-length CTA without room for sO stores O straight from the accumulator registers
-// to global memory (fwd_epilogue.cuh store_rows), so sQ is free once the tile's mainloop is done and
-// the next tile's Q loads under the epilogue (staged in sQ, Q loaded only after the TMA store had read
-// O out: D = 256, where a Q tile is 64 KB). Varlen and split kernels keep the staging.
-constexpr bool kDirectO = !kSeparateO && kPersistent && !kVarlen && !kSplit;
+// A persistent CTA without room for sO stores O straight from the accumulator registers to global
+// memory (fwd_epilogue.cuh store_rows), so sQ is free once the tile's mainloop is done and the next
+// tile's Q loads under the epilogue (staged in sQ, Q loaded only after the TMA store, or the varlen
+// copy, had read O out: D = 256, where a Q tile is 64 KB). The split kernel (one tile per CTA) keeps
+// its own stores.
+constexpr bool kDirectO = !kSeparateO && kPersistent && !kSplit;
 // Paged K/V read in place (decode): K and V are a pool of pages (num_pages, page_size, Hk, D) and
 // sequence b's key row r lives in page p.page_table[b][r / page_size]; each key block arrives in
 // chunks of p.page_rows rows (fwd_producer.cuh load_paged). Split tile only (one consumer warpgroup).

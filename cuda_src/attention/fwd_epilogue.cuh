@@ -164,8 +164,10 @@ __device__ __forceinline__ void store_rows(const FwdParams& p, const Tile& t, co
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int row = t.m_block * kBlockM + wg_row + rb + 8 * h;
-    char* const dst = p.o_base + (static_cast<i64>(t.batch) * p.seqlen_q + row) * p.o_row_bytes +
-                      t.head * p.o_head_bytes + q * 8 * kElemBytes;
+    // kVarlen: packed row q_start + row of (total_q, Hq, Dv); fixed lengths: row of batch t.batch, in
+    // 64 bits (B * Sq may pass 2^31, which o_offset's int row would not hold)
+    const i64 packed_row = kVarlen ? static_cast<i64>(sq.q_start) + row : static_cast<i64>(t.batch) * p.seqlen_q + row;
+    char* const dst = p.o_base + packed_row * p.o_row_bytes + t.head * p.o_head_bytes + q * 8 * kElemBytes;
 #pragma unroll
     for (int g = 0; g < kHeadDimVReal / 32; ++g) {   // chunks 4g .. 4g + 3: accumulator pairs i = 16g + 4c + 2h
       u32 w[4];

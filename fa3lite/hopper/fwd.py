@@ -51,7 +51,7 @@ class _FwdPlan:
     and the LSE (and sink) address, and launches."""
 
     __slots__ = ("grid", "dev", "device", "out_shape", "out_stride", "lse_shape", "prepared", "makers",
-                 "sched_words", "backward_plans", "attention", "bhsd", "calls")
+                 "blank_map", "sched_words", "backward_plans", "attention", "bhsd", "calls")
 
     def __init__(self, q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False,
                  local_offset: int | None = None, softcap: float = 0.0, sink: bool = False):
@@ -101,13 +101,17 @@ class _FwdPlan:
         # and out addresses (FWD_PARAMS), packed by one struct per launch.
         self.prepared = launch.Prepared(kernel, self.grid, variant.threads, template, FWD_HEAD, self.dev)
         es = q.element_size()
+        maps = [((B, Sq, Hq, D), q_stride, variant.block_m, None),
+                ((B, Sk, Hk, D), k_stride, variant.block_n, None),
+                ((B, Sk, Hk, Dv), v_stride, variant.block_n, None)]
+        # O goes out through a map, unless the kernel stores it from registers (kDirectO): then the o
+        # field stays blank and no call encodes a map for its new out
+        if not variant.direct_o:
+            maps.append(((B, Sq, Hq, Dv), out_stride, 64, 1))
         self.makers = tuple(
             tma.MapMaker(q.dtype, tma.bshd_geometry(shape, stride, es, rows, cols, variant.kernel_dim), self.dev)
-            for shape, stride, rows, cols in (
-                ((B, Sq, Hq, D), q_stride, variant.block_m, None),
-                ((B, Sk, Hk, D), k_stride, variant.block_n, None),
-                ((B, Sk, Hk, Dv), v_stride, variant.block_n, None),
-                ((B, Sq, Hq, Dv), out_stride, 64, 1)))
+            for shape, stride, rows, cols in maps)
+        self.blank_map = blank
         # A persistent causal grid claims tiles from a counter and hands them over through one word
         # per CTA, all zeroed every launch (with ctas == tiles the kernel takes the static path).
         dynamic = variant.dynamic_tiles and ctas < tiles
@@ -139,11 +143,12 @@ class _FwdPlan:
         # memory could be handed out again -- at once without torch's caching allocator -- while
         # the kernel still uses it)
         sched = torch.zeros((self.sched_words,), dtype=torch.int32, device=self.device) if self.sched_words else None
-        mq, mk, mv, mo = self.makers
+        mq, mk, mv, *mo = self.makers
         stream = cdriver.stream(launch.stream_handle(self.dev))
         out_ptr = out.data_ptr()
+        o_map = mo[0](out_ptr) if mo else self.blank_map
         with on_device(self.dev):
-            self.prepared.launch(stream, mq(q.data_ptr()), mk(k.data_ptr()), mv(v.data_ptr()), mo(out_ptr),
+            self.prepared.launch(stream, mq(q.data_ptr()), mk(k.data_ptr()), mv(v.data_ptr()), o_map,
                                  0 if lse is None else lse.data_ptr(), 0 if sched is None else sched.data_ptr(),
                                  0 if sink is None else sink.data_ptr(), out_ptr)
         return out
