@@ -11,9 +11,10 @@
 //   - O staged in sQ (no sO): the thread waits at once and then frees sQ for the producer's next Q
 //     (q_empty).
 // kVarlen: the packed O has no map cut at the sequence's end, so the warpgroup copies its staged rows
-// out itself, skipping rows past the end (copy_out_rows); LSE is (Hq, total_q) there. A tile that
-// sees no key writes its zeros without staging: with O in sQ, the producer of a persistent CTA may
-// already be loading the next tile's Q there (only tiles with keys take part in the Q hand-off).
+// out itself, skipping rows past the end (copy_out_rows), or with kDirectO (D = 192/256) stores them
+// from registers at their packed rows; LSE is (Hq, total_q) there. A tile that sees no key writes
+// its zeros without staging: with O in sQ, the producer of a persistent CTA may already be loading
+// the next tile's Q there (only tiles with keys take part in the Q hand-off).
 #pragma once
 #include "../ptx/gmem.cuh"
 #include "../ptx/math.cuh"

@@ -41,7 +41,8 @@ struct FwdParams {
   i64 v_row_bytes;
   // kVarlen: where O's and LSE's rows go. The dense kernel: packed row r of head h at r * o_row_bytes +
   // h * o_head_bytes in O and h * lse_head_stride + r in LSE (contiguous (total_q, Hq, Dv) and (Hq, total_q)).
-  // kDirectO (fixed lengths): row r of batch b, head h at (b * seqlen_q + r) * o_row_bytes + h * o_head_bytes.
+  // kDirectO, fixed lengths: row r of batch b, head h at (b * seqlen_q + r) * o_row_bytes + h * o_head_bytes;
+  // with kVarlen the packed rows above.
   // kSplit: rows come in groups of row_group (a decode step's query heads of one position, read and
   // written in the step's own layout: fa3lite/hopper/varlen.py), row r being member r % row_group of
   // group r / row_group; O at group * o_row_bytes + member * o_member_bytes + h * o_head_bytes, LSE at
