@@ -11,7 +11,8 @@
 # ticket 0 stores the first partial tile and adds the second once the store has landed (bwd_dq.cuh
 # write_dq_visit), so nothing is zeroed; hopper/bwd.py dq_claims for every narrow variant with dQ (D = 64
 # softcap's 64-query steps too). Compiled: 0 spills (the 24-register writer included), ATOMG present.
-# If either wins, tests/test_bwd_compile.py's claims test changes with it.
+# The claims diff carries tests/test_bwd_compile.py's changed policy and SASS counts (CPU: those tests, with
+# the SASS checks of every bf16 D = 96/128 and softcap variant, 159 passed on the patched tree).
 # Before the call (N = benchmarks/nvidia-h200-2026-11-28/session50/next_round):
 #   rm -rf _vo _vp && mkdir _vo _vp && git archive HEAD cuda_src fa3lite | tar -x -C _vo
 #   git archive HEAD cuda_src fa3lite | tar -x -C _vp && git apply --directory=_vp $N/bwd128_partial_dq.diff
