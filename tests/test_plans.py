@@ -163,3 +163,74 @@ def test_a_causal_varlen_forward_claims_each_sequence_longest_first_in_head_grou
     got = int.from_bytes(plan.template[offset:offset + 4], "little", signed=True)
     # 3970 keys of K and V at d = 128, bf16: 2 MB a head; 25 MB hold 12, the power of two below: 8
     assert got == (8 if causal else 0)
+
+
+@pytest.mark.parametrize("head_dim,causal", [(128, False), (256, True), (64, True)], ids=["d128", "d256-direct-o", "d64"])
+def test_a_forward_plan_hands_the_driver_its_maps_and_out(monkeypatch, head_dim, causal):
+    """_FwdPlan builds and launches on the CPU (kernel, maps and the launch stubbed): the call's head
+    is q, k, v's maps, O's map -- blank for a kernel that stores O from registers (kDirectO, which
+    reads none, so none is encoded) -- then the LSE, tile counter, sink and out addresses."""
+    from fa3lite.hopper import fwd
+    from fa3lite.variants import FwdVariant
+
+    launched, encoded = [], []
+
+    class Maker:
+        def __init__(self, dtype, geometry, dev):
+            self.geometry = geometry
+
+        def __call__(self, ptr):
+            encoded.append(ptr)
+            return ptr.to_bytes(8, "little") * 16
+
+    monkeypatch.setattr(fwd, "_loaded", lambda variant, dev: launch.Loaded(0, variant.smem_bytes, "fwd"))
+    monkeypatch.setattr(fwd.tma, "MapMaker", Maker)
+    monkeypatch.setattr(fwd, "device_index", lambda t: 0)
+    monkeypatch.setattr(fwd, "sm_count", lambda dev: 132)
+    monkeypatch.setattr(common, "l2_bytes", lambda device: 50 * 2**20)
+    monkeypatch.setattr(fwd, "on_device", lambda dev: contextlib.nullcontext())
+    monkeypatch.setattr(fwd.cdriver, "stream", lambda handle: handle)
+    monkeypatch.setattr(fwd.launch, "stream_handle", lambda dev: 0)
+    monkeypatch.setattr(launch.Prepared, "launch", lambda self, stream, *head: launched.append(head))
+    B, S, H = 2, 300, 4
+    q, k, v = (torch.randn(B, S, H, head_dim, dtype=torch.bfloat16) for _ in range(3))
+    plan = fwd._FwdPlan(q, k, v, head_dim ** -0.5, causal, 0)
+    direct = FwdVariant(head_dim, "bf16", causal, tile=fwd.fwd_tile(head_dim, causal, S)).direct_o
+    assert direct == (head_dim == 256)
+    out, lse = plan(q, k, v)
+    assert out.shape == (B, S, H, head_dim) and lse.shape == (B, H, S)
+    (head,) = launched
+    maps, (lse_ptr, _, sink_ptr, out_ptr) = head[:4], head[4:]
+    assert maps[:3] == tuple(t.data_ptr().to_bytes(8, "little") * 16 for t in (q, k, v))
+    assert maps[3] == (bytes(128) if direct else out.data_ptr().to_bytes(8, "little") * 16)
+    assert (lse_ptr, sink_ptr, out_ptr) == (lse.data_ptr(), 0, out.data_ptr())
+    assert sorted(encoded) == sorted([t.data_ptr() for t in (q, k, v)] + ([] if direct else [out.data_ptr()]))
+    assert plan.out(q, k, v).shape == out.shape and launched[1][4] == 0   # no LSE: its address 0
+
+
+def test_a_varlen_forward_hands_the_driver_a_blank_o_map_and_its_addresses(monkeypatch):
+    """_VarlenPlan launches on the CPU (kernel, maps and the launch stubbed): q, k, v's maps, a blank O
+    map (the packed O is written row by row, through no map), then the LSE, workspace, sink and out
+    addresses ahead of the sequences' offsets."""
+    from fa3lite.hopper import varlen
+
+    launched = []
+    monkeypatch.setattr(varlen.fwd, "_loaded", lambda variant, dev: launch.Loaded(0, variant.smem_bytes, "fwd"))
+    monkeypatch.setattr(varlen, "device_index", lambda t: 0)
+    monkeypatch.setattr(varlen, "sm_count", lambda dev: 132)
+    monkeypatch.setattr(common, "l2_bytes", lambda device: 50 * 2**20)
+    monkeypatch.setattr(varlen.tma, "MapMaker", lambda *args: lambda ptr: ptr.to_bytes(8, "little") * 16)
+    monkeypatch.setattr(varlen, "on_device", lambda dev: contextlib.nullcontext())
+    monkeypatch.setattr(varlen.cdriver, "stream", lambda handle: handle)
+    monkeypatch.setattr(varlen.launch, "stream_handle", lambda dev: 0)
+    monkeypatch.setattr(launch.Prepared, "launch", lambda self, stream, *head: launched.append(head))
+    lengths, heads, d = (5, 0, 130), 2, 256
+    cu = torch.tensor((0,) + lengths, dtype=torch.int32).cumsum(0, dtype=torch.int32)
+    q, k, v = (torch.randn(int(cu[-1]), heads, d, dtype=torch.bfloat16) for _ in range(3))
+    plan = varlen._VarlenPlan(q, k, v, len(lengths), max(lengths), max(lengths), d ** -0.5, common.band(True, 0, None),
+                              0.0, False, -1)
+    out, lse = plan(q, k, v, cu, cu)
+    (head,) = launched
+    assert head[:3] == tuple(t.data_ptr().to_bytes(8, "little") * 16 for t in (q, k, v))
+    assert head[3] == bytes(128)
+    assert head[4] == lse.data_ptr() and head[7] == out.data_ptr() and head[8] == cu.data_ptr()

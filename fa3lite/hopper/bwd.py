@@ -97,8 +97,8 @@ PRE_PARAMS = ParamStruct("fa3lite::attn::bwd::PreParams", (
 # no sequence maps to build: write_seq_maps)
 PRE_FIXED_LENGTHS = dict(dq=0, dk=0, dv=0, cu_seqlens_k=0, seqused_k=0, dq_row_bytes=0, dk_row_bytes=0,
                          dv_row_bytes=0, total_q=0, total_k=0, num_seqs=0, seq_maps=0, q_base=0, k_base=0,
-                         v_base=0, q_row_bytes=0, k_row_bytes=0, v_row_bytes=0, q_map=bytes(128),
-                         k_map=bytes(128), v_map=bytes(128), dout_map=bytes(128))
+                         v_base=0, q_row_bytes=0, k_row_bytes=0, v_row_bytes=0, q_map=tma.BLANK_MAP,
+                         k_map=tma.BLANK_MAP, v_map=tma.BLANK_MAP, dout_map=tma.BLANK_MAP)
 
 POST_PARAMS = ParamStruct("fa3lite::attn::bwd::PostParams", (
     ("dq_accum", "ptr"), ("dq", "ptr"), ("dq_visits", "ptr"), ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"),
@@ -614,7 +614,7 @@ class _BwdPlan:
             lse_stride_b=lse.stride(0), lse_stride_h=lse.stride(1), lse_stride_s=lse.stride(2),
             seqlen_q=Sq, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks,
             block_m=block_m, sems_per_block=variant.sems_per_block, **PRE_FIXED_LENGTHS)
-        blank = bytes(128)
+        blank = tma.BLANK_MAP
         main_grid = (ctas, 1, 1)
         main_params = BWD_PARAMS.pack(
             q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,

@@ -51,7 +51,7 @@ class _FwdPlan:
     and the LSE (and sink) address, and launches."""
 
     __slots__ = ("grid", "dev", "device", "out_shape", "out_stride", "lse_shape", "prepared", "makers",
-                 "blank_map", "sched_words", "backward_plans", "attention", "bhsd", "calls")
+                 "sched_words", "backward_plans", "attention", "bhsd", "calls")
 
     def __init__(self, q, k, v, softmax_scale: float, causal: bool, causal_offset: int, bhsd: bool = False,
                  local_offset: int | None = None, softcap: float = 0.0, sink: bool = False):
@@ -79,7 +79,7 @@ class _FwdPlan:
         else:
             self.out_shape, self.out_stride = (B, Sq, Hq, Dv), out_stride
         self.lse_shape = (B, Hq, Sq)
-        blank = bytes(128)
+        blank = tma.BLANK_MAP
         template = FWD_PARAMS.pack(
             q=blank, k=blank, v=blank, o=blank, lse=0, tile_sched=0,
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk,
@@ -111,7 +111,6 @@ class _FwdPlan:
         self.makers = tuple(
             tma.MapMaker(q.dtype, tma.bshd_geometry(shape, stride, es, rows, cols, variant.kernel_dim), self.dev)
             for shape, stride, rows, cols in maps)
-        self.blank_map = blank
         # A persistent causal grid claims tiles from a counter and hands them over through one word
         # per CTA, all zeroed every launch (with ctas == tiles the kernel takes the static path).
         dynamic = variant.dynamic_tiles and ctas < tiles
@@ -146,7 +145,7 @@ class _FwdPlan:
         mq, mk, mv, *mo = self.makers
         stream = cdriver.stream(launch.stream_handle(self.dev))
         out_ptr = out.data_ptr()
-        o_map = mo[0](out_ptr) if mo else self.blank_map
+        o_map = mo[0](out_ptr) if mo else tma.BLANK_MAP
         with on_device(self.dev):
             self.prepared.launch(stream, mq(q.data_ptr()), mk(k.data_ptr()), mv(v.data_ptr()), o_map,
                                  0 if lse is None else lse.data_ptr(), 0 if sched is None else sched.data_ptr(),

@@ -38,7 +38,6 @@ from . import bwd, combine, fwd, splits
 from .common import (DTYPE_NAMES, MAX_GRID_X, PLAN_LIMIT, band, debug_build, device_index, score_scales,
                      sm_count)
 
-_MAP_BYTES = 128
 _MAPS_PER_CTA = 3     # q, k, v; a persistent CTA keeps two sets (scheduler.cuh kMapSets)
 _ALIGN = 128          # a tensor map's alignment (and a generous one for the f32 accumulators)
 _PAGE_ROW_MULTIPLE = 8   # paged chunks start at multiples of 8 rows (1024 bytes): the swizzle's period
@@ -118,7 +117,7 @@ class _VarlenPlan:
             o_strides, lse_strides = (Hq * Dv, 0, Dv), (1, 0, total_q)
         box_groups = box_groups or variant.block_m
         es = q.element_size()
-        blank = bytes(_MAP_BYTES)
+        blank = tma.BLANK_MAP
         self.template = FWD_PARAMS.pack(
             q=blank, k=blank, v=blank, o=blank, lse=0, tile_sched=0, sink=0,
             cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, q_base=0, k_base=0, v_base=0, o_base=0,
@@ -150,7 +149,7 @@ class _VarlenPlan:
         # CTAs' hand-off slots, zeroed per call; the CTAs' maps; (split) the partial O and LSE.
         self.sched_bytes = _aligned(4 * (1 + ctas)) if persistent else 0
         maps = 0 if split else ctas * _MAPS_PER_CTA * (2 if persistent else 1)   # config.cuh kSeqMaps
-        self.work_bytes = self.sched_bytes + _aligned(maps * _MAP_BYTES)
+        self.work_bytes = self.sched_bytes + _aligned(maps * tma.MAP_BYTES)
         # A caller that drops lse (need_lse=False, e.g. a decode step): the kernels write it into the
         # workspace instead, one allocation less per call (when nothing is pre-filled)
         self.lse_bytes = _aligned(4 * math.prod(self.lse_shape))
@@ -170,9 +169,8 @@ class _VarlenPlan:
             self.combine = launch.Prepared(combine.loaded(cv, self.dev), combine.grid(batch, max_seqlen_q, Hq),
                                            combine.THREADS, template, combine.HEAD, self.dev, dependent=True)
         # What a call fills in leads the block (FWD_PARAMS): the maps, then the addresses; one struct
-        # packs them per launch (launch.Prepared). The o map is the dense kernel's only: blank here.
+        # packs them per launch (launch.Prepared). Only a fixed-length kernel staging O reads an o map: blank here.
         self.prepared = launch.Prepared(self.kernel, self.grid, self.threads, self.template, VARLEN_HEAD, self.dev)
-        self.blank_map = blank
         # paged: K and V map the pool, boxes of one chunk of rows and one 64-column block (fwd_producer.cuh)
         kv_box = (page_rows(paged[0], D), 1) if paged else (variant.block_n, None)
         if split:   # q's rows in groups (tile_io.cuh load_groups)
@@ -217,7 +215,7 @@ class _VarlenPlan:
         lse_ptr = lse.data_ptr() if lse is not None else base + self.work_bytes
         stream = cdriver.stream(launch.stream_handle(self.dev))
         with on_device(self.dev):
-            self.prepared.launch(stream, mq(q_ptr), mk(k_ptr), mv(v_ptr), self.blank_map, lse_ptr, base, sink_ptr,
+            self.prepared.launch(stream, mq(q_ptr), mk(k_ptr), mv(v_ptr), tma.BLANK_MAP, lse_ptr, base, sink_ptr,
                                  out_ptr, cu_q, cu_seqlens_k.data_ptr(), used_q,
                                  0 if seqused_k is None else seqused_k.data_ptr(), q_ptr, k_ptr, v_ptr,
                                  base + self.sched_bytes, o_accum, lse_accum,
@@ -355,9 +353,9 @@ class _VarlenBwdPlan:
             dq_row_bytes=Hq * D * es, dk_row_bytes=heads * D * dkv_bytes, dv_row_bytes=heads * Dv * dkv_bytes,
             total_q=total_q, total_k=total_k, num_seqs=batch, seq_maps=0, q_base=0, k_base=0, v_base=0,
             q_row_bytes=q.stride(0) * es, k_row_bytes=k.stride(0) * es, v_row_bytes=v.stride(0) * es,
-            q_map=bytes(_MAP_BYTES), k_map=bytes(_MAP_BYTES), v_map=bytes(_MAP_BYTES), dout_map=bytes(_MAP_BYTES))
-        self.seq_maps = batch * 4 * _MAP_BYTES
-        blank = bytes(_MAP_BYTES)
+            q_map=tma.BLANK_MAP, k_map=tma.BLANK_MAP, v_map=tma.BLANK_MAP, dout_map=tma.BLANK_MAP)
+        self.seq_maps = batch * 4 * tma.MAP_BYTES
+        blank = tma.BLANK_MAP
         self.main_grid = (self.ctas, 1, 1)
         self.main_params = bwd.BWD_PARAMS.pack(
             q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,

@@ -16,12 +16,15 @@ from .driver import on_device
 _lock = threading.Lock()  # guards the shared scratch buffer (autograd may call from another thread)
 
 COLS = 64  # bf16/fp16 elements in one 128-byte swizzle row
+MAP_BYTES = 128  # one encoded tensor map (CUtensorMap)
+# The map of a parameter field the kernel variant never reads through (zeros, encoded nowhere).
+BLANK_MAP = bytes(MAP_BYTES)
 _MAX_STRIDE = 1 << 40
 
 
 _CACHE_LIMIT = 4096  # encoded maps kept; a map is a pure function of its key, so reuse is exact
 _cache: dict[tuple, bytes] = {}
-_scratch = ctypes.create_string_buffer(128 + 64)
+_scratch = ctypes.create_string_buffer(MAP_BYTES + 64)
 _scratch_addr = (ctypes.addressof(_scratch) + 63) // 64 * 64
 
 
@@ -49,7 +52,7 @@ def encode(ptr: int, dtype, dims, strides_bytes, box,
     swizzle = cdriver.SWIZZLE_128B if swizzle_128b else cdriver.SWIZZLE_NONE
     with _lock, on_device(device_index):
         cdriver.encode_tiled(_scratch_addr, _dtype_enum(dtype), ptr, dims, strides_bytes, box, swizzle)
-        blob = ctypes.string_at(_scratch_addr, 128)
+        blob = ctypes.string_at(_scratch_addr, MAP_BYTES)
     if len(_cache) >= _CACHE_LIMIT:
         _cache.clear()
     _cache[key] = blob
