@@ -13,28 +13,45 @@ from fa3lite.hopper import bwd, common
 from fa3lite.runtime import launch
 
 
+def _map_of(ptr: int) -> bytes:
+    """A stub tensor map: the address it was made for, repeated to a map's 128 bytes."""
+    return ptr.to_bytes(8, "little") * 16
+
+
+def _stub_maps(monkeypatch, module) -> list[int]:
+    """The plans' map makers (``module``'s tma) give _map_of; returns the addresses encoded, in order."""
+    encoded = []
+
+    def maker(*args):
+        def make(ptr):
+            encoded.append(ptr)
+            return _map_of(ptr)
+        return make
+
+    monkeypatch.setattr(module.tma, "MapMaker", maker)
+    return encoded
+
+
+def _stub_launches(monkeypatch, module, record) -> list:
+    """What a plan in ``module`` asks of the device (its index, SM count, current device, stream) made
+    up, and its launches appending record(prepared, head values) to the returned list instead of running."""
+    launched = []
+    monkeypatch.setattr(module, "device_index", lambda t: 0)
+    monkeypatch.setattr(module, "sm_count", lambda dev: 132)     # persistent grids and GQA's head walk size by it
+    monkeypatch.setattr(module, "on_device", lambda dev: contextlib.nullcontext())
+    monkeypatch.setattr(module.cdriver, "stream", lambda handle: handle)
+    monkeypatch.setattr(module.launch, "stream_handle", lambda dev: 0)
+    monkeypatch.setattr(launch.Prepared, "launch", lambda self, stream, *head: launched.append(record(self, head)))
+    return launched
+
+
 @pytest.fixture
 def stub_kernels(monkeypatch):
     """_BwdPlan builds on the CPU; launches record (kernel name, head values) instead of running."""
-    launched = []
-
-    class Maker:
-        def __init__(self, *args):
-            pass
-
-        def __call__(self, ptr):
-            return ptr.to_bytes(8, "little") * 16
-
     monkeypatch.setattr(bwd, "_kernels", lambda variant, dev: tuple(
         launch.Loaded(i, 0, name) for i, name in enumerate(("pre", "main", "post"))))
-    monkeypatch.setattr(bwd.tma, "MapMaker", Maker)
-    monkeypatch.setattr(bwd, "device_index", lambda t: 0)
-    monkeypatch.setattr(bwd, "sm_count", lambda dev: 132)     # GQA's head walk sizes the grid by it
-    monkeypatch.setattr(bwd, "on_device", lambda dev: contextlib.nullcontext())
-    monkeypatch.setattr(bwd.cdriver, "stream", lambda handle: handle)
-    monkeypatch.setattr(bwd.launch, "stream_handle", lambda dev: 0)
-    monkeypatch.setattr(launch.Prepared, "launch", lambda self, stream, *head: launched.append((self.kernel.name, head)))
-    return launched
+    _stub_maps(monkeypatch, bwd)
+    return _stub_launches(monkeypatch, bwd, lambda prepared, head: (prepared.kernel.name, head))
 
 
 # MHA; GQA with dK/dV summed over the group after the kernel (a grid this small) or in it (the head walk)
@@ -165,7 +182,8 @@ def test_a_causal_varlen_forward_claims_each_sequence_longest_first_in_head_grou
     assert got == (8 if causal else 0)
 
 
-@pytest.mark.parametrize("head_dim,causal", [(128, False), (256, True), (64, True)], ids=["d128", "d256-direct-o", "d64"])
+@pytest.mark.parametrize("head_dim,causal", [(128, False), (256, True), (64, True)],
+                         ids=["d128", "d256-direct-o", "d64"])
 def test_a_forward_plan_hands_the_driver_its_maps_and_out(monkeypatch, head_dim, causal):
     """_FwdPlan builds and launches on the CPU (kernel, maps and the launch stubbed): the call's head
     is q, k, v's maps, O's map -- blank for a kernel that stores O from registers (kDirectO, which
@@ -173,25 +191,10 @@ def test_a_forward_plan_hands_the_driver_its_maps_and_out(monkeypatch, head_dim,
     from fa3lite.hopper import fwd
     from fa3lite.variants import FwdVariant
 
-    launched, encoded = [], []
-
-    class Maker:
-        def __init__(self, dtype, geometry, dev):
-            self.geometry = geometry
-
-        def __call__(self, ptr):
-            encoded.append(ptr)
-            return ptr.to_bytes(8, "little") * 16
-
     monkeypatch.setattr(fwd, "_loaded", lambda variant, dev: launch.Loaded(0, variant.smem_bytes, "fwd"))
-    monkeypatch.setattr(fwd.tma, "MapMaker", Maker)
-    monkeypatch.setattr(fwd, "device_index", lambda t: 0)
-    monkeypatch.setattr(fwd, "sm_count", lambda dev: 132)
     monkeypatch.setattr(common, "l2_bytes", lambda device: 50 * 2**20)
-    monkeypatch.setattr(fwd, "on_device", lambda dev: contextlib.nullcontext())
-    monkeypatch.setattr(fwd.cdriver, "stream", lambda handle: handle)
-    monkeypatch.setattr(fwd.launch, "stream_handle", lambda dev: 0)
-    monkeypatch.setattr(launch.Prepared, "launch", lambda self, stream, *head: launched.append(head))
+    encoded = _stub_maps(monkeypatch, fwd)
+    launched = _stub_launches(monkeypatch, fwd, lambda prepared, head: head)
     B, S, H = 2, 300, 4
     q, k, v = (torch.randn(B, S, H, head_dim, dtype=torch.bfloat16) for _ in range(3))
     plan = fwd._FwdPlan(q, k, v, head_dim ** -0.5, causal, 0)
@@ -201,8 +204,8 @@ def test_a_forward_plan_hands_the_driver_its_maps_and_out(monkeypatch, head_dim,
     assert out.shape == (B, S, H, head_dim) and lse.shape == (B, H, S)
     (head,) = launched
     maps, (lse_ptr, _, sink_ptr, out_ptr) = head[:4], head[4:]
-    assert maps[:3] == tuple(t.data_ptr().to_bytes(8, "little") * 16 for t in (q, k, v))
-    assert maps[3] == (bytes(128) if direct else out.data_ptr().to_bytes(8, "little") * 16)
+    assert maps[:3] == tuple(_map_of(t.data_ptr()) for t in (q, k, v))
+    assert maps[3] == (bytes(128) if direct else _map_of(out.data_ptr()))
     assert (lse_ptr, sink_ptr, out_ptr) == (lse.data_ptr(), 0, out.data_ptr())
     assert sorted(encoded) == sorted([t.data_ptr() for t in (q, k, v)] + ([] if direct else [out.data_ptr()]))
     assert plan.out(q, k, v).shape == out.shape and launched[1][4] == 0   # no LSE: its address 0
@@ -214,16 +217,10 @@ def test_a_varlen_forward_hands_the_driver_a_blank_o_map_and_its_addresses(monke
     addresses ahead of the sequences' offsets."""
     from fa3lite.hopper import varlen
 
-    launched = []
     monkeypatch.setattr(varlen.fwd, "_loaded", lambda variant, dev: launch.Loaded(0, variant.smem_bytes, "fwd"))
-    monkeypatch.setattr(varlen, "device_index", lambda t: 0)
-    monkeypatch.setattr(varlen, "sm_count", lambda dev: 132)
     monkeypatch.setattr(common, "l2_bytes", lambda device: 50 * 2**20)
-    monkeypatch.setattr(varlen.tma, "MapMaker", lambda *args: lambda ptr: ptr.to_bytes(8, "little") * 16)
-    monkeypatch.setattr(varlen, "on_device", lambda dev: contextlib.nullcontext())
-    monkeypatch.setattr(varlen.cdriver, "stream", lambda handle: handle)
-    monkeypatch.setattr(varlen.launch, "stream_handle", lambda dev: 0)
-    monkeypatch.setattr(launch.Prepared, "launch", lambda self, stream, *head: launched.append(head))
+    _stub_maps(monkeypatch, varlen)
+    launched = _stub_launches(monkeypatch, varlen, lambda prepared, head: head)
     lengths, heads, d = (5, 0, 130), 2, 256
     cu = torch.tensor((0,) + lengths, dtype=torch.int32).cumsum(0, dtype=torch.int32)
     q, k, v = (torch.randn(int(cu[-1]), heads, d, dtype=torch.bfloat16) for _ in range(3))
@@ -231,6 +228,6 @@ def test_a_varlen_forward_hands_the_driver_a_blank_o_map_and_its_addresses(monke
                               0.0, False, -1)
     out, lse = plan(q, k, v, cu, cu)
     (head,) = launched
-    assert head[:3] == tuple(t.data_ptr().to_bytes(8, "little") * 16 for t in (q, k, v))
+    assert head[:3] == tuple(_map_of(t.data_ptr()) for t in (q, k, v))
     assert head[3] == bytes(128)
     assert head[4] == lse.data_ptr() and head[7] == out.data_ptr() and head[8] == cu.data_ptr()
