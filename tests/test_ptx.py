@@ -66,8 +66,8 @@ TMA_LOAD = PtxKernel(
     "ptx_test_tma_load",
     ParamStruct("TmaLoadParams", (("m2", "tma"), ("m3", "tma"), ("m4", "tma"), ("m5", "tma"))
                 + _ptrs("cfg", "out") + (("total_words", "i32"),)),
-    ("UTMALDG.2D", "UTMALDG.3D", "UTMALDG.4D", "UTMALDG.5D", "UTMAPF.L2.4D", "UTMAPF.L2.5D", "UTMACCTL.PF",
-     "ELECT", "SYNCS.EXCH.64", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "FENCE.VIEW.ASYNC.S"), True)
+    ("UTMALDG.2D", "UTMALDG.3D", "UTMALDG.4D", "UTMALDG.5D", "UTMACCTL.PF", "ELECT", "SYNCS.EXCH.64",
+     "SYNCS.PHASECHK.TRANS64.TRYWAIT", "FENCE.VIEW.ASYNC.S"), True)
 TMA_STORE = PtxKernel(
     "ptx_test_tma_store",
     ParamStruct("TmaStoreParams", (("o", "tma"), ("row0", "i32"), ("head", "i32"), ("batch", "i32"))),

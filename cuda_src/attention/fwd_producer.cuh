@@ -10,8 +10,7 @@
 // q_empty for the phase of the tile that used the buffer before (j >= kQStages), arm q_full, load Q.
 // With two buffers before the tile's K/V (the buffer was freed a tile ago, so Q lands while the
 // consumers finish the previous tile), with one after the tile's first K load (so K/V of the next
-// tile already stream in while the consumers finish the current one), the Q tile prefetched into L2
-// as the producer takes the tile.
+// tile already stream in while the consumers finish the current one).
 #pragma once
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/sync.cuh"
@@ -131,14 +130,6 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem& 
     const int k_row0 = kSeqMaps || kPaged ? 0 : sq.k_start;
     // kb.begin >= kb.end: nothing visible; the consumers write zeros and -inf without any load.
     if (kQStages == 2 && kb.end > kb.begin) produce_q(p, sm, map_q, t, q_row0, batch, q_round, leader);
-    // One Q buffer: this tile's Q loads only once the consumers are done with the previous tile's
-    // (produce_q below), and a Q tile is read once, so the load would wait out a DRAM round trip
-    // while the tensor cores idle between tiles. The producer gets here as soon as it has issued the
-    // previous tile's last K/V, about kStages key blocks before the consumers finish it: the Q tile
-    // is put in L2 now.
-    if (kQStages == 1 && !kSplit && leader && kb.end > kb.begin) {
-      tile_io::prefetch<kColBlocks, kPaddedQK>(map_q, q_row0 + t.m_block * kBlockM, t.head, batch);
-    }
     for (int n = kb.end - 1; n >= kb.begin; --n) {
       const PagedChunks chunks = kPaged ? paged_chunks(p, sq.seqlen_k, t.batch, n) : PagedChunks{};
       trace::wait(blockIdx.x, 2, sm.k_empty(pos.stage), pos.phase ^ 1u);

@@ -25,17 +25,6 @@ __device__ __forceinline__ void load(u32 dst, const TmaDesc* map, u32 bar, int r
   }
 }
 
-// The same tile into L2 only (tma::prefetch_l2_*): no bytes arrive in shared memory.
-template <int ColBlocks, bool Padded>
-__device__ __forceinline__ void prefetch(const TmaDesc* map, int row, int head, int batch) {
-  if constexpr (Padded) {
-#pragma unroll
-    for (int blk = 0; blk < ColBlocks; ++blk) tma::prefetch_l2_4d(map, blk * kCols, row, head, batch);
-  } else {
-    tma::prefetch_l2_5d(map, 0, row, 0, head, batch);
-  }
-}
-
 // A tile of rows that come in groups (kSplit's q: a decode step's query heads of one position are a
 // group, read in the step's own layout; fa3lite/runtime/tma.py grouped_geometry): the map's dims are
 // (64 columns, group member, group, head, D/64 column blocks), or with padding (D columns, member,

@@ -60,18 +60,6 @@ __device__ __forceinline__ void load_5d(u32 dst, const TmaDesc* desc, u32 bar,
                :: "r"(dst), "l"(desc), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
 }
 
-// Warm L2 with a box (no shared memory, no barrier): a later load of it is an L2 hit instead of a DRAM
-// round trip. Out-of-bounds elements are skipped.
-__device__ __forceinline__ void prefetch_l2_4d(const TmaDesc* desc, i32 c0, i32 c1, i32 c2, i32 c3) {
-  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];"
-               :: "l"(desc), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
-
-__device__ __forceinline__ void prefetch_l2_5d(const TmaDesc* desc, i32 c0, i32 c1, i32 c2, i32 c3, i32 c4) {
-  asm volatile("cp.async.bulk.prefetch.tensor.5d.L2.global.tile [%0, {%1, %2, %3, %4, %5}];"
-               :: "l"(desc), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
-}
-
 // Store a box from shared memory; elements outside the tensor are clipped (never written).
 __device__ __forceinline__ void store_4d(const TmaDesc* desc, u32 src, i32 c0, i32 c1, i32 c2, i32 c3) {
   asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"

@@ -146,9 +146,7 @@ extern "C" __global__ void __launch_bounds__(64, 1) ptx_test_mbar(const __grid_c
 // ------------------------------------------------------------------------------------------------
 // tma: prefetch_desc + load_2d/3d/4d/5d of boxes (possibly partly out of bounds or at negative
 // coordinates) into 1024-aligned regions, all completing on one mbarrier armed with the full box
-// bytes; the 4-D and 5-D boxes are prefetched into L2 first (prefetch_l2_4d/5d: a hint, which must
-// leave the loaded bytes as they are, out-of-bounds parts included). The shared memory image
-// (poisoned first) is copied out word by word.
+// bytes. The shared memory image (poisoned first) is copied out word by word.
 // Launch: 1 block x 128 threads, dynamic smem = sum of the regions + 1024.
 struct TmaLoadParams {
   TmaDesc m2, m3, m4, m5;
@@ -186,8 +184,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) ptx_test_tma_load(const __g
     tma::prefetch_desc(&p.m3);
     tma::prefetch_desc(&p.m4);
     tma::prefetch_desc(&p.m5);
-    tma::prefetch_l2_4d(&p.m4, cfg[5], cfg[6], cfg[7], cfg[8]);
-    tma::prefetch_l2_5d(&p.m5, cfg[9], cfg[10], cfg[11], cfg[12], cfg[13]);
     mbar::arrive_expect_tx(bar, total_bytes);
     tma::load_2d(off[0], &p.m2, bar, cfg[0], cfg[1]);
     tma::load_3d(off[1], &p.m3, bar, cfg[2], cfg[3], cfg[4]);
