@@ -66,7 +66,7 @@ __device__ __forceinline__ bool scores_now(const FwdParams& p, const FwdSmem& sm
   mbar::wait(sm.k_full(pos.stage), pos.phase);
   pp.wait();
   gemm_qk(s, q_wg, sm.k(pos.stage));
-  pp.pass(false);
+  pp.pass();
   wgmma::wait_group<0>();
   release(sm.k_empty(pos.stage), tid);
   mask.mod<kBlockN>(s, n, p.softcap_scale);
@@ -111,7 +111,7 @@ __device__ __forceinline__ void mainloop_serial(const FwdParams& p, const FwdSme
     mbar::wait(sm.v_full(pos.stage), pos.phase);
     pp.wait();
     gemm_pv(o, pa, sm.v(pos.stage));
-    pp.pass(n == 0);
+    pp.pass();
     wgmma::wait_group<0>();
     release(sm.v_empty(pos.stage), tid);
     pos.advance();
@@ -139,7 +139,7 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
     pp.wait();
     gemm_qk(s, q_wg, sm.k(pos.stage));
     gemm_pv(o, pa, sm.v(prev.stage));
-    pp.pass(false);
+    pp.pass();
     wgmma::wait_group<1>();                 // S is ready; P.V may still run
     release(sm.k_empty(pos.stage), tid);
     mask.mod<kBlockN>(s, n, p.softcap_scale);
@@ -154,7 +154,7 @@ __device__ __forceinline__ void mainloop_overlapped(const FwdParams& p, const Fw
   mbar::wait(sm.v_full(prev.stage), prev.phase);
   pp.wait();
   gemm_pv(o, pa, sm.v(prev.stage));
-  pp.pass(true);
+  pp.pass();
   wgmma::wait_group<0>();
   release(sm.v_empty(prev.stage), tid);   // pos is one past prev: where the next tile starts
 }
@@ -195,7 +195,6 @@ __device__ __forceinline__ int consume_tile(const FwdParams& p, const FwdSmem& s
   const bool has_keys = kb.end > kb.begin;
   if (has_keys) {
     const Pingpong pp{wg};
-    pp.start();
     mbar::wait(sm.q_full(q_slot), (q_round / kQStages) & 1u);
     if (tracer) trace::mark(unit, 2);
     if constexpr (kOverlap) {
@@ -224,6 +223,8 @@ __device__ __forceinline__ int consume_tile(const FwdParams& p, const FwdSmem& s
 __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& sm, int wg, int tid) {
   RingPos<kStages> pos;
   u32 q_round = 0;
+  const Pingpong pp{wg};
+  pp.start();
   if constexpr (kPersistent) {
 #pragma unroll 1
     for (int idx = consumer_first_tile(p, wg); idx < p.num_tiles;) {
@@ -233,6 +234,7 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& 
   } else {   // one tile per CTA: no loop state to keep live (it costs registers at the widest tiles)
     consume_tile(p, sm, static_cast<int>(blockIdx.x), wg, tid, pos, q_round);
   }
+  pp.finish();
   wait_o_read(tid);
 }
 
