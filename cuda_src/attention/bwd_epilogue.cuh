@@ -21,15 +21,19 @@
 
 namespace fa3lite { namespace attn { namespace bwd {
 
+// Heads in a row of dK/dV: Hq in f32 (kDkvF32, per query head), else Hk (one CTA sums its K/V
+// head's whole group: bwd_scheduler.cuh).
+__device__ __forceinline__ int dkv_heads(const BwdParams& p) {
+  return kDkvF32 ? p.num_heads_q : p.num_heads_q / p.head_group;
+}
+
 // First element of key row `key` (of the CTA's sequence) in dK (width kHeadDimReal) or dV (width).
 __device__ __forceinline__ i64 dkv_row(const BwdParams& p, const BwdTile& t, int key, int width) {
   // (B, Sk, H, D), or kVarlen (total_k, H, D) from the sequence's first row (read again here
-  // rather than held in a register through the consumer's loop); H: Hq per query head in f32
-  // (kDkvF32), else Hk (one CTA sums its K/V head's whole group: bwd_scheduler.cuh)
+  // rather than held in a register through the consumer's loop)
   const i64 key_row = kVarlen ? static_cast<i64>(__ldg(p.cu_seqlens_k + t.batch)) + key
                               : static_cast<i64>(t.batch) * p.seqlen_k + key;
-  if constexpr (kDkvF32) return (key_row * p.num_heads_q + t.head) * width;
-  return (key_row * (p.num_heads_q / p.head_group) + t.head_kv) * width;
+  return (key_row * dkv_heads(p) + (kDkvF32 ? t.head : t.head_kv)) * width;
 }
 
 __device__ __forceinline__ void bwd_store_dkv_direct(const BwdParams& p, const BwdTile& t, int key0, int col0, int tid,
@@ -77,18 +81,22 @@ __device__ __forceinline__ void stage_block(u32 tile, int row0, int col0, int ti
 }
 
 // The staged tile's rows [0, kBlockN) that are in the sequence, `width` real columns each, to `out`.
-// Run by every consumer thread (ctid in [0, kConsumerThreads)).
+// Run by every consumer thread (ctid in [0, kConsumerThreads)). Row addresses step from the block's
+// first row: computed per chunk, dkv_row's Hq / group division ran in every iteration (ptxas does
+// not hoist it out of the loop), and in a short CTA (d = 64 causal 1k) the epilogue took ~11% of the
+// kernel's warp samples (benchmarks/RESULTS.md section 52).
 __device__ __forceinline__ void copy_out(const BwdParams& p, const BwdTile& t, u32 tile, u16* out, int width,
                                          int ctid) {
   const int chunks = width / 8;   // 16-byte chunks of a row
   const int key_base = t.n_block * kBlockN;
-  for (int c = ctid; c < kBlockN * chunks; c += kConsumerThreads) {
+  const int rows = min(kBlockN, t.mask.seqlen_k - key_base);
+  u16* const block = out + dkv_row(p, t, key_base, width);
+  const i64 row_elems = static_cast<i64>(dkv_heads(p)) * width;
+  for (int c = ctid; c < rows * chunks; c += kConsumerThreads) {
     const int row = c / chunks;
     const int chunk = c % chunks;
-    if (key_base + row < t.mask.seqlen_k) {
-      const uint4 v = smem_vec::ld_v4(tile + staged_at(row, chunk * 8));
-      gmem::st_v4(out + dkv_row(p, t, key_base + row, width) + chunk * 8, v);
-    }
+    const uint4 v = smem_vec::ld_v4(tile + staged_at(row, chunk * 8));
+    gmem::st_v4(block + row * row_elems + chunk * 8, v);
   }
 }
 
