@@ -82,9 +82,9 @@ __device__ __forceinline__ void stage_block(u32 tile, int row0, int col0, int ti
 
 // The staged tile's rows [0, kBlockN) that are in the sequence, `width` real columns each, to `out`.
 // Run by every consumer thread (ctid in [0, kConsumerThreads)). Row addresses step from the block's
-// first row: computed per chunk, dkv_row's Hq / group division ran in every iteration (ptxas does
-// not hoist it out of the loop), and in a short CTA (d = 64 causal 1k) the epilogue took ~11% of the
-// kernel's warp samples (benchmarks/RESULTS.md section 52).
+// first row: computed per chunk with dkv_row, its Hq / group division ran in every iteration (ptxas
+// did not hoist it), ~540 SASS instructions of the kernel. Time: within the A/B's spread
+// (benchmarks/RESULTS.md section 52).
 __device__ __forceinline__ void copy_out(const BwdParams& p, const BwdTile& t, u32 tile, u16* out, int width,
                                          int ctid) {
   const int chunks = width / 8;   // 16-byte chunks of a row
