@@ -134,3 +134,63 @@ def test_ncu_stalls_reads_a_real_export():
     header, rows = tool.read(path)
     out = tool.lines(header, rows)
     assert int(out[0].split()[-1]) > 0 and any("HGMMA" in line for line in out[1:])
+
+
+def _fake_peers(repo: pathlib.Path, big_a: int, big_b: int, other: int) -> bytes:
+    """A git repo holding what ../shared/tools/stage-fa4.sh leaves: the big wheel split in two
+    (.peers/a, .peers/b), another wheel and install.sh with the lines stage_fa4_parts.sh reads.
+    Returns the big wheel's bytes."""
+    import hashlib
+    import os
+    import subprocess
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "src.txt").write_text("x" * 1000)
+    (repo / ".git" / "info" / "exclude").write_text("/.peers/\n")
+    a, b = os.urandom(big_a), os.urandom(big_b)
+    for folder, name, data in (("a", "big.part.aa", a), ("b", "big.part.ab", b), ("b", "other.whl", os.urandom(other))):
+        (repo / ".peers" / folder).mkdir(parents=True, exist_ok=True)
+        (repo / ".peers" / folder / name).write_bytes(data)
+    digest = hashlib.sha256(a + b).hexdigest()
+    (repo / ".peers" / "b" / "install.sh").write_text(
+        "cat /root/peers/big.part.aa .peers/b/big.part.ab > /tmp/big-1.0-py3-none-any.whl\n"
+        f'echo "{digest}  /tmp/big-1.0-py3-none-any.whl" | sha256sum -c --quiet || return 1\n')
+    return a + b
+
+
+@pytest.mark.parametrize("part, other, own_part", [(2_000_000, 900_000, False), (1_500_000, 1_200_000, True)])
+def test_stage_fa4_parts_split(tmp_path, part, other, own_part):
+    """tools/stage_fa4_parts.sh: the parts rejoin into the wheel, none exceeds PART_BYTES, and the other
+    wheels ride with the last chunk or, where they would not fit there, in a part of their own whose
+    install.sh then joins only what earlier calls left in /root/peers."""
+    import os
+    import shutil
+    import subprocess
+    if shutil.which("bash") is None or shutil.which("git") is None:
+        pytest.skip("needs bash and git")
+    repo = tmp_path / "repo"
+    wheel = _fake_peers(repo, 3_000_000, 2_000_000, other)
+    subprocess.run(["bash", str(ROOT / "tools" / "stage_fa4_parts.sh")], cwd=repo, check=True,
+                   env=dict(os.environ, PART_BYTES=str(part)), capture_output=True)
+    parts = sorted((repo / ".peers").glob("p[0-9]*"), key=lambda p: int(p.name[1:]))
+    chunks = [c for p in parts for c in sorted(p.glob("big.*"))]
+    assert b"".join(c.read_bytes() for c in chunks) == wheel
+    for p in parts:
+        assert sum(f.stat().st_size for f in p.iterdir() if f.name != "install.sh") <= part, p.name
+    last = parts[-1]
+    assert (last / "other.whl").exists() and (last / "install.sh").exists()
+    assert not list(last.glob("big.*")) if own_part else list(last.glob("big.*"))
+    join = (last / "install.sh").read_text().splitlines()[1]
+    assert join.startswith("cat /root/peers/big.* ") and (f".peers/{last.name}/big.*" in join) != own_part
+
+
+def test_stage_fa4_parts_default_fits_the_carry_limit(tmp_path):
+    """Without PART_BYTES a part is what the tree leaves of the 64 MiB carry limit, less a margin: with a
+    small tree the whole fake wheel fits one part."""
+    import shutil
+    import subprocess
+    if shutil.which("bash") is None or shutil.which("git") is None:
+        pytest.skip("needs bash and git")
+    repo = tmp_path / "repo"
+    _fake_peers(repo, 1_000_000, 1_000_000, 100_000)
+    subprocess.run(["bash", str(ROOT / "tools" / "stage_fa4_parts.sh")], cwd=repo, check=True, capture_output=True)
+    assert [p.name for p in (repo / ".peers").glob("p[0-9]*")] == ["p1"]
