@@ -2,10 +2,14 @@
 device call: every fa3lite module and name they import exists (checked statically, on the CPU,
 without running the scripts, some of which need a GPU or arguments at import)."""
 import ast
+import hashlib
 import importlib
 import importlib.util
 import json
+import os
 import pathlib
+import shutil
+import subprocess
 
 import pytest
 
@@ -140,9 +144,6 @@ def _fake_peers(repo: pathlib.Path, big_a: int, big_b: int, other: int) -> bytes
     """A git repo holding what ../shared/tools/stage-fa4.sh leaves: the big wheel split in two
     (.peers/a, .peers/b), another wheel and install.sh with the lines stage_fa4_parts.sh reads.
     Returns the big wheel's bytes."""
-    import hashlib
-    import os
-    import subprocess
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "src.txt").write_text("x" * 1000)
     (repo / ".git" / "info" / "exclude").write_text("/.peers/\n")
@@ -162,9 +163,6 @@ def test_stage_fa4_parts_split(tmp_path, part, other, own_part):
     """tools/stage_fa4_parts.sh: the parts rejoin into the wheel, none exceeds PART_BYTES, and the other
     wheels ride with the last chunk or, where they would not fit there, in a part of their own whose
     install.sh then joins only what earlier calls left in /root/peers."""
-    import os
-    import shutil
-    import subprocess
     if shutil.which("bash") is None or shutil.which("git") is None:
         pytest.skip("needs bash and git")
     repo = tmp_path / "repo"
@@ -186,8 +184,6 @@ def test_stage_fa4_parts_split(tmp_path, part, other, own_part):
 def test_stage_fa4_parts_default_fits_the_carry_limit(tmp_path):
     """Without PART_BYTES a part is what the tree leaves of the 64 MiB carry limit, less a margin: with a
     small tree the whole fake wheel fits one part."""
-    import shutil
-    import subprocess
     if shutil.which("bash") is None or shutil.which("git") is None:
         pytest.skip("needs bash and git")
     repo = tmp_path / "repo"
