@@ -167,9 +167,10 @@ __device__ __forceinline__ int next_tile(const FwdParams& p, int idx, int wg) {
 // One tile: 64 query rows of this warpgroup against the tile's visible key blocks, then the epilogue.
 // Returns the next tile's index, taken before the epilogue so that its load runs under it.
 // q_round counts the CTA's tiles with visible keys (the parity of q_full / q_empty). idx: the tile's
-// index, under which a trace build records its events (trace.cuh).
+// index, under which a trace build records its events (trace.cuh). pp: the CTA's pingpong round,
+// which runs on through its tiles (pingpong.cuh).
 __device__ __forceinline__ int consume_tile(const FwdParams& p, const FwdSmem& sm, int idx, int wg, int tid,
-                                            RingPos<kStages>& pos, u32& q_round) {
+                                            const Pingpong& pp, RingPos<kStages>& pos, u32& q_round) {
   const Tile t = tile_of(p, idx);
   const unsigned unit = static_cast<unsigned>(idx);
   const Seq sq = seq_of(p, t.batch);
@@ -194,7 +195,6 @@ __device__ __forceinline__ int consume_tile(const FwdParams& p, const FwdSmem& s
 
   const bool has_keys = kb.end > kb.begin;
   if (has_keys) {
-    const Pingpong pp{wg};
     mbar::wait(sm.q_full(q_slot), (q_round / kQStages) & 1u);
     if (tracer) trace::mark(unit, 2);
     if constexpr (kOverlap) {
@@ -228,11 +228,11 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem& 
   if constexpr (kPersistent) {
 #pragma unroll 1
     for (int idx = consumer_first_tile(p, wg); idx < p.num_tiles;) {
-      idx = consume_tile(p, sm, idx, wg, tid, pos, q_round);
+      idx = consume_tile(p, sm, idx, wg, tid, pp, pos, q_round);
     }
     if constexpr (kVarlenTiles) fill_gap_rows(p, wg * kWarpgroupThreads + tid, kConsumerWarpgroups * kWarpgroupThreads);
   } else {   // one tile per CTA: no loop state to keep live (it costs registers at the widest tiles)
-    consume_tile(p, sm, static_cast<int>(blockIdx.x), wg, tid, pos, q_round);
+    consume_tile(p, sm, static_cast<int>(blockIdx.x), wg, tid, pp, pos, q_round);
   }
   pp.finish();
   wait_o_read(tid);
