@@ -131,8 +131,11 @@ def test_bwd_variant_resources_and_sass(variant):
     else:
         assert "UBLKRED" not in sass
     if not need_dq:
-        # no dQ accumulator or turn counter is touched (no reductions, no acquire loads)
-        assert not any(op.startswith(("RED", "UBLKRED")) or "STRONG" in op for op in sass), sorted(sass)
+        # no dQ accumulator or turn counter is touched (no reductions, no acquire loads); the one
+        # strong atomic is a persistent variant's tile ticket (bwd_scheduler.cuh publish_next_tile)
+        strong = [op for op in sass if op.startswith(("RED", "UBLKRED")) or "STRONG" in op]
+        ticket = ["ATOMG.E.ADD.S32.STRONG.GPU"] if variant.persistent else []
+        assert strong == ticket and all(sass[op] == 1 for op in strong), sorted(sass)
     if not need_dkv:
         # dK/dV are the only plain global stores but the wide turn keeper's zeros (16-byte stores) in
         # a query block's part at the first deterministic turn (narrow: bulk copies of first tiles)
@@ -143,9 +146,11 @@ def test_bwd_variant_resources_and_sass(variant):
         assert {op for op in sass if op.startswith("STG.")} == {"STG.E.128"}, sorted(sass)
     # First dQ tiles are stored with bulk copies (bwd_dq.cuh): each writer's loop with claims (narrow
     # tiles over all keys: a ticket per block, a copy per consumer warpgroup's part) and its loop with
-    # turns (a copy per part over all keys, else of the first partial tile)
+    # turns (a copy per part over all keys, else of the first partial tile). One more ticket in a
+    # persistent variant: the producer's, for the CTA's next tile (bwd_scheduler.cuh publish_next_tile).
     claimable = variant.dq_regions == 1
-    assert sass.get("ATOMG", 0) == (variant.dq_buffers if claimable else 0)
+    ticket = 1 if variant.persistent else 0
+    assert sass.get("ATOMG", 0) == (variant.dq_buffers if claimable else 0) + ticket
     assert sass.get("UBLKCP.G.S", 0) == variant.dq_buffers * (4 if claimable else 1)
     # GPU-scope fences: the release that passes a deterministic dQ turn on (each dQ writer's, one
     # copy per buffer, or wide the turn keeper's: no consumer thread fences its writes), the release
@@ -345,6 +350,45 @@ def test_turn_order_rotates_only_where_the_key_blocks_fit(monkeypatch, determini
     the 132 SMs together, and only for variants built to rotate."""
     monkeypatch.setattr(hopper_bwd, "sm_count", lambda device: 132)
     assert hopper_bwd.turn_order(deterministic, rotatable, n_blocks, 0) == expected
+
+
+@pytest.mark.parametrize("deterministic, persistent, tiles, cap, expected", [
+    (False, True, 4096, None, 132),    # persistent: one CTA per SM walks ~31 tiles
+    (False, True, 100, None, 100),     # fewer tiles than SMs: one CTA each
+    (False, False, 4096, None, 4096),  # the other variants take one tile per CTA ...
+    (False, False, 4096, "3", 4096),   # ... whatever the cap
+    (True, True, 4096, None, 4096),    # turns: one CTA per tile, whatever the cap
+    (True, True, 4096, "3", 4096),
+    (False, True, 4096, "3", 3),       # the tests' cap
+    (False, True, 2, "3", 2),
+])
+def test_main_ctas_persistent_without_turns(monkeypatch, deterministic, persistent, tiles, cap, expected):
+    """The main kernel's grid (bwd.py main_ctas): persistent CTAs for persistent variants without
+    deterministic turns, one CTA per tile otherwise; FA3LITE_BWD_MAX_CTAS lowers the persistent grid
+    only (a variant that takes one tile per CTA would leave tiles out)."""
+    monkeypatch.setattr(hopper_bwd, "sm_count", lambda device: 132)
+    if cap is None:
+        monkeypatch.delenv("FA3LITE_BWD_MAX_CTAS", raising=False)
+    else:
+        monkeypatch.setenv("FA3LITE_BWD_MAX_CTAS", cap)
+    assert hopper_bwd.main_ctas(deterministic, tiles, 0, persistent) == expected
+
+
+@pytest.mark.parametrize("head_dim", hopper_bwd.HEAD_DIMS)
+@pytest.mark.parametrize("varlen", [False, True])
+def test_persistent_variants_are_d64_without_varlen(head_dim, varlen):
+    """BwdVariant.persistent, and the macro that makes the kernel's kPersistent from it."""
+    v = hopper_bwd.BwdVariant(head_dim, "bf16", True, False, varlen=varlen)
+    assert v.persistent is (v.kernel_dim == 64 and not varlen)
+    assert ("FA3LITE_BWD_PERSISTENT", "1" if v.persistent else "0") in v.spec().defines
+
+
+@pytest.mark.parametrize("cap", ["0", "-2", "two", "1.5"])
+def test_main_ctas_cap_must_be_a_positive_integer(monkeypatch, cap):
+    monkeypatch.setattr(hopper_bwd, "sm_count", lambda device: 132)
+    monkeypatch.setenv("FA3LITE_BWD_MAX_CTAS", cap)
+    with pytest.raises(ValueError, match="FA3LITE_BWD_MAX_CTAS must be a positive integer"):
+        hopper_bwd.main_ctas(False, 4096, 0, True)
 
 
 def test_rotatable_turns_mirror_the_kernel():

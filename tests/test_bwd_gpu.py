@@ -112,6 +112,33 @@ def grouped_always(monkeypatch):
     hopper_bwd._plans.clear()
 
 
+@pytest.fixture
+def few_ctas(monkeypatch):
+    """Backward plans made while it is in use run at most 3 CTAs (FA3LITE_BWD_MAX_CTAS), so at these
+    small shapes each CTA walks many tiles (bwd_scheduler.cuh): the Q/dO ring and the barriers'
+    phases carried from tile to tile, the tile counter, the dQ buffers' drain."""
+    monkeypatch.setenv("FA3LITE_BWD_MAX_CTAS", "3")
+    hopper_bwd._plans.clear()
+    yield
+    hopper_bwd._plans.clear()
+
+
+@pytest.mark.parametrize("heads", [(4, 4), (8, 2)], ids=["mha", "gqa"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [d for d in hopper_bwd.HEAD_DIMS
+                                      if hopper_bwd.BwdVariant(d, "bf16", False, False).persistent])
+def test_persistent_ctas_walk_many_tiles(few_ctas, head_dim, causal, heads):
+    """Three CTAs take every tile from the counter: FA3's rule for every gradient on odd lengths,
+    one query row, and (offset -300) key blocks no query sees, whose tiles load nothing between
+    tiles that do."""
+    torch.manual_seed(13)
+    for Sq, Sk, offset in ((333, 901, None), (700, 150, None), (1, 600, None), (650, 650, -300)):
+        q, k, v, do = make_inputs(2, Sq, Sk, *heads, head_dim, torch.bfloat16)
+        assert_case(run_case(q, k, v, do, causal, offset=offset))
+    grids = [plan.main_launch.grid[0] for plan in hopper_bwd._plans.values()]
+    assert grids and all(g == 3 for g in grids), grids
+
+
 @pytest.mark.parametrize("deterministic", [False, True], ids=["default", "det"])
 @pytest.mark.parametrize("heads", [(8, 2), (4, 1)], ids=["gqa", "mqa"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])

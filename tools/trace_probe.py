@@ -1,7 +1,7 @@
-"""Per-CTA timelines of the forward or backward kernel at one shape: where a CTA's time goes.
+"""Per-tile timelines of the forward or backward kernel at one shape: where a tile's time goes.
 
 Builds the kernels with FA3LITE_TRACE (cuda_src/attention/trace.cuh: %globaltimer at marked events,
-the SM id and the block count per CTA or forward tile), runs one call, reads the table back and
+the SM id and the block count per tile), runs one call, reads the table back and
 prints one JSON line: the kernel's span, the mean phases of a unit, a least-squares fit of a unit's
 loop time against its block count (fixed + per block), per SM the time no unit of the kernel ran
 on it (before the first, between units, after the last), and per counted wait site (trace.cuh wait:
@@ -41,7 +41,7 @@ WAIT_NAMES = {"bwd": {0: "consumer_q_full", 1: "consumer_do_full", 2: "producer_
 # Event slots per kernel (trace.cuh slot 0 is the SM id and block count).
 NAMES = {
     "fwd": {1: "tile_start", 2: "q_ready", 3: "loop_end", 4: "epilogue_end", 5: "cta_start", 6: "maps_ready"},
-    "bwd": {1: "cta_start", 2: "first_q_ready", 3: "wg0_loop_end", 4: "wg0_end", 5: "writer_end",
+    "bwd": {1: "tile_start", 2: "first_q_ready", 3: "wg0_loop_end", 4: "wg0_end", 5: "writer_end",
             6: "first_block_end", 7: "wg1_end"},
 }
 
@@ -106,9 +106,9 @@ def analyse(rows: np.ndarray, mode: str) -> dict:
     t = (t - t0) / 1000.0                       # us since the kernel's first event
     ev = {name: t[:, slot - 1] for slot, name in NAMES[mode].items()}
     if mode == "bwd":
-        start, first, loop_end = ev["cta_start"], ev["first_q_ready"], ev["wg0_loop_end"]
+        start, first, loop_end = ev["tile_start"], ev["first_q_ready"], ev["wg0_loop_end"]
         end = np.nanmax(np.stack([ev["wg0_end"], ev["wg1_end"], ev["writer_end"]]), axis=0)
-        phases = {"start_to_first_q": first - start, "first_block": ev["first_block_end"] - first,
+        phases = {"tile_start_to_first_q": first - start, "first_block": ev["first_block_end"] - first,
                   "loop": loop_end - first, "wg0_epilogue": ev["wg0_end"] - loop_end,
                   "after_wg0": end - ev["wg0_end"], "writer_after_wg0": ev["writer_end"] - ev["wg0_end"]}
     else:

@@ -24,6 +24,9 @@ constexpr bool kIsCausal = FA3LITE_CAUSAL != 0;
 constexpr bool kSoftcap = FA3LITE_SOFTCAP != 0;
 // Packed variable-length sequences (bwd_params.cuh): each CTA loads through maps of its sequence.
 constexpr bool kVarlen = FA3LITE_VARLEN != 0;
+// A CTA walks many tiles (bwd_scheduler.cuh for_each_tile), or takes tile blockIdx.x alone. Host
+// mirror and the measurements behind the choice (D = 64 without varlen): BwdVariant.persistent.
+constexpr bool kPersistent = FA3LITE_BWD_PERSISTENT != 0;
 // GQA/MQA: dK/dV are written per query head in f32 and summed over the head group by the host.
 constexpr bool kDkvF32 = FA3LITE_DKV_F32 != 0;
 // The gradients this variant computes. Without dQ: no dS^T -> dQ path (its smem, barriers, wgmma and
@@ -66,8 +69,10 @@ constexpr int kWgQueries = kWide ? kBlockM / kConsumerWarpgroups : kBlockM;  // 
 
 // Registers per thread after setmaxnreg, within what the launch holds (static_assert below). D > 128:
 // the D = 256 causal producer loop and turn keeper spilled 20-44 bytes in 24 registers under NVRTC
-// 13.5 (none under 13.0); the consumers there need no more than 232.
-constexpr int kProducerRegs = kWide ? 32 : 24;
+// 13.5 (none under 13.0), and the varlen causal keeper 12 bytes in 32 in the code that walks tiles
+// (bwd_scheduler.cuh for_each_tile, taken once there); the consumers there need no more than 232,
+// which leaves the producers 40 of the pool.
+constexpr int kProducerRegs = kWide ? 40 : 24;
 constexpr int kConsumerRegs = kWide ? 232 : 240;
 
 constexpr int kElemBytes = 2;
@@ -120,6 +125,7 @@ constexpr bool kDsViaSmem = kNeedDq || kWide;
 constexpr int kDsBuffers = !kDsViaSmem ? 0 : (kDqAllKeys && !kThreeStages ? 2 : 1);   // see the consumers
 constexpr int kPBuffers = (kWide && kNeedDkv) ? kDsBuffers : 0;
 
+static_assert(!(kPersistent && kVarlen), "varlen keeps one CTA per tile (BwdVariant.persistent)");
 static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "backward head dims: 64, 128, 256");
 static_assert(kNeedDq || kNeedDkv, "a backward variant computes dQ, dK/dV or both");
 static_assert(kNeedDkv || !kDkvF32, "f32 dK/dV only in a variant that computes dK/dV");

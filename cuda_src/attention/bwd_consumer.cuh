@@ -67,8 +67,10 @@ __device__ __forceinline__ void issue_dk(float (&dk)[kWgCols / 2], const u32 (&d
   wgmma::commit_group();
 }
 
+// Tile t, the CTA's n-th (bwd_scheduler.cuh for_each_tile, index idx). pos: the Q/dO ring, carried
+// from tile to tile.
 __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int wg,
-                                             int tid) {
+                                             int tid, RingPos<kStages>& pos, int n, unsigned idx) {
   float dv[kWgCols / 2];   // dK/dV accumulators; never touched (so never allocated) without kNeedDkv
   float dk[kWgCols / 2];
 #pragma unroll
@@ -80,8 +82,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
   const int key0 = t.n_block * kBlockN + wg * kWgKeys;   // first key row of this warpgroup
   const u32 k_wg = sm.k() + wg * kWgKeys * kRowBytes;
   const u32 v_wg = sm.v() + wg * kWgKeys * kRowBytes;
-  if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
-  RingPos<kStages> pos;
+  mbar::wait(sm.kv_full(), n & 1);   // a tile with no query block: completed without loads
   int ds_buf = 0;
   // Visit v of head h is the tile's visit w = h * (m_end - visit_first) + v - visit_first (the walk of
   // bwd_scheduler.cuh), computed where needed (no counter held through the loop).
@@ -93,8 +94,8 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     float st[kBlockM / 2];    // S^T, then P^T
     float dpt[kBlockM / 2];   // dP^T, then dS^T
 
-    trace::wait(blockIdx.x, 0, sm.q_full(s), pos.phase);
-    if (wg == 0 && tid == 0 && first_visit) trace::mark(blockIdx.x, 2);
+    trace::wait(idx, 0, sm.q_full(s), pos.phase);
+    if (wg == 0 && tid == 0 && first_visit) trace::mark(idx, 2);
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
@@ -106,7 +107,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
     // 64-query steps, after the dP^T wgmmas at 128 (kLseAfterDpt).
     float lse[kBlockM / 4];
     if constexpr (kLseInStep1 && !kLseAfterDpt) load_row_stats<kBlockM>(sm.lse(s), tid, lse);
-    trace::wait(blockIdx.x, 1, sm.do_full(s), pos.phase);
+    trace::wait(idx, 1, sm.do_full(s), pos.phase);
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       wgmma::mma<kBlockM, Element>::template ss<0, 0>(dpt, kmajor_desc(v_wg, kBlockN, kk),
@@ -209,11 +210,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       // warpgroup hands its part over on barriers of its own.
       const int w = h * (t.m_end - visit_first(t)) + v - visit_first(t);
       const int dq_buf = w % kDqBuffers;
-      const bool reuse = w >= kDqBuffers;
       if (wg == 0) {
-        hand_dq_tile<0>(sm, dq_buf, reuse, tid, dq);
+        hand_dq_tile<0>(sm, dq_buf, tid, dq);
       } else {
-        hand_dq_tile<1>(sm, dq_buf, reuse, tid, dq);
+        hand_dq_tile<1>(sm, dq_buf, tid, dq);
       }
       if (kDsBuffers == 2) ds_buf ^= 1;
     }
@@ -224,11 +224,11 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
       // Q and dO of this stage are no longer read (the dV/dK wgmmas that read them completed).
       release_stage(sm.empty(s));
     }
-    if (wg == 0 && tid == 0 && first_visit) trace::mark(blockIdx.x, 6);
+    if (wg == 0 && tid == 0 && first_visit) trace::mark(idx, 6);
     pos.advance();
   }
-  if (wg == 0 && tid == 0) trace::mark(blockIdx.x, 3);
-  if constexpr (kNeedDkv) bwd_store_dkv(p, sm, t, wg * kWgKeys, 0, wg, tid, dk, dv);
+  if (wg == 0 && tid == 0) trace::mark(idx, 3);
+  bwd_end_tile(p, sm, t, wg * kWgKeys, 0, wg, tid, dk, dv);
 }
 
 }}}  // namespace fa3lite::attn::bwd

@@ -55,8 +55,9 @@ __device__ __forceinline__ void add_dq(const BwdParams& p, int bh, int m, int wg
   if (p.deterministic) named_barrier::arrive(dq_added_barrier(wg), kDqTurnThreads);
 }
 
+// Tile t, the CTA's n-th; pos: the Q/dO ring, carried from tile to tile (as in bwd_consumer).
 __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int wg,
-                                                  int tid) {
+                                                  int tid, RingPos<kStages>& pos, int n) {
   float dv[kWgCols / 2];   // dK/dV accumulators; never touched (so never allocated) without kNeedDkv
   float dk[kWgCols / 2];
 #pragma unroll
@@ -69,8 +70,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
   const int q_col0 = wg * kWgQueries;                                  // this warpgroup's query columns
   const u32 col_blk = wg * (kWgCols / kSwizzleCols);                  // its first 64-column block
 
-  if (t.m_begin < t.m_end) mbar::wait(sm.kv_full(), 0);
-  RingPos<kStages> pos;
+  mbar::wait(sm.kv_full(), n & 1);   // a tile with no query block: completed without loads
   int buf = 0;
   for (int bh = first_pair(p, t), left = tile_heads(t); left > 0; ++bh, --left)
   for (int v = visit_first(t); v < t.m_end; ++v) {
@@ -164,7 +164,7 @@ __device__ __forceinline__ void bwd_consumer_wide(const BwdParams& p, const BwdS
     buf ^= 1;
     pos.advance();
   }
-  if constexpr (kNeedDkv) bwd_store_dkv(p, sm, t, 0, wg * kWgCols, wg, tid, dk, dv);
+  bwd_end_tile(p, sm, t, 0, wg * kWgCols, wg, tid, dk, dv);
 }
 
 }}}  // namespace fa3lite::attn::bwd

@@ -16,12 +16,14 @@
 //
 // Hand-off per query block (named barriers, one consumer warpgroup + the writer warp of the block's
 // buffer; buffers alternate, bwd_config.cuh kDqBuffers; each warpgroup has its own part of a buffer):
-//   consumers wg: [sync kDqEmpty(b, wg), not on a buffer's first block] st.shared; fence.proxy.async;
-//                 arrive kDqFull(b, wg)
+//   writer b, at the CTA's start: arrive kDqEmpty(b, wg) for both wg (the buffer starts empty)
+//   consumers wg: sync kDqEmpty(b, wg); st.shared; fence.proxy.async; arrive kDqFull(b, wg)
 //   writer b:     per wg: sync kDqFull(b, wg); (deterministic, first part: wait for its turn) bulk
-//                 reduce of the part; then per wg: wait until read, arrive kDqEmpty(b, wg) (not
-//                 after the buffer's last block, which nobody waits for); (deterministic: wait
-//                 until the adds are done, pass the turn on)
+//                 reduce of the part; then per wg: wait until read, arrive kDqEmpty(b, wg);
+//                 (deterministic: wait until the adds are done, pass the turn on)
+//   consumers wg, at the CTA's end: sync kDqEmpty(b, wg) of both buffers (the writer's last
+//                 arrivals). Every sync has its arrival and neither side counts blocks or tiles: no
+//                 state held through the loops, and no barrier left half-arrived at the end.
 //
 // Claims (p.dq_claims; narrow, tiles over all keys, not deterministic): the accumulator is not zeroed
 // (the preprocess's pass over it was a third of its traffic). Each query block has a claim word in
@@ -62,6 +64,7 @@
 #include "../ptx/tma.cuh"
 #include "bwd_scheduler.cuh"
 #include "bwd_smem.cuh"
+#include "trace.cuh"
 
 namespace fa3lite { namespace attn { namespace bwd {
 
@@ -94,13 +97,13 @@ __device__ __forceinline__ void store_dq_tile(const BwdSmem& sm, int buf, int re
   }
 }
 
-// Warpgroup Wg's part of the hand-off of one dQ tile (the protocol at the top) into buffer `buf`;
-// `reuse`: the buffer held an earlier tile. The warpgroup is a template argument so the barrier ids
-// are immediates: a computed id takes a register that D = 64 softcap's consumers lack.
+// Warpgroup Wg's part of the hand-off of one dQ tile (the protocol at the top) into buffer `buf`.
+// The warpgroup is a template argument so the barrier ids are immediates: a computed id takes a
+// register that D = 64 softcap's consumers lack.
 template <int Wg>
-__device__ __forceinline__ void hand_dq_tile(const BwdSmem& sm, int buf, bool reuse, int tid,
+__device__ __forceinline__ void hand_dq_tile(const BwdSmem& sm, int buf, int tid,
                                              const float (&acc)[kDqN / 2]) {
-  if (reuse) named_barrier::sync(dq_empty_barrier(buf, Wg), kDqSyncThreads);
+  named_barrier::sync(dq_empty_barrier(buf, Wg), kDqSyncThreads);
   store_dq_tile(sm, buf, kDqAllKeys ? 0 : Wg, kDqAllKeys ? Wg : 0, tid, acc);
   fence::proxy_async_smem();
   named_barrier::arrive(dq_full_barrier(buf, Wg), kDqSyncThreads);
@@ -141,11 +144,10 @@ __device__ __forceinline__ void wait_stored(const i32* claim, i32 ticket) {
 // warpgroup stored it, and is handed back as soon as the bulk reduce has read it. The buffer is a
 // template argument so the barrier ids are immediates. The writer has 24 registers: claims and the
 // deterministic turns (whose rotated order divides) each get a loop of their own, and neither spills.
-// One visit: tile v of query head pair bh; again() says whether another visit of the tile comes to this
-// buffer (in this head or a later one), so the consumers get it back.
-template <int Buf, bool Claims, typename Again>
+// One visit: visit v of tile t for query head pair bh.
+template <int Buf, bool Claims>
 __device__ __forceinline__ void write_dq_visit(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, bool leader,
-                                               bool deterministic, int bh, int v, Again again_fn) {
+                                               bool deterministic, int bh, int v) {
   const int m = query_block(t, v);
   float* const dst = p.dq_accum + dq_block(p, bh, m) * kDqBlockFloats;
   i32* const word = dq_turn_counter(p, bh, m, 0);   // the turn counter or claim word
@@ -179,13 +181,12 @@ __device__ __forceinline__ void write_dq_visit(const BwdParams& p, const BwdSmem
   }
   // The consumers may store a later tile while the adds complete: they need not wait for the
   // round trip to global memory, only the next key block does. Warpgroup 0's part was read first.
-  const bool again = again_fn();
   if (leader) tma::wait_group_read<1>();
   __syncwarp();
-  if (again) named_barrier::arrive(dq_empty_barrier(Buf, 0), kDqSyncThreads);
+  named_barrier::arrive(dq_empty_barrier(Buf, 0), kDqSyncThreads);
   if (leader) tma::wait_group_read<0>();
   __syncwarp();
-  if (again) named_barrier::arrive(dq_empty_barrier(Buf, 1), kDqSyncThreads);
+  named_barrier::arrive(dq_empty_barrier(Buf, 1), kDqSyncThreads);
   if (leader && (deterministic || (Claims && first))) {
     tma::wait_group<0>();                   // the adds or the first stores are done in global memory ...
     gmem::fence_proxy_async_global();
@@ -194,49 +195,57 @@ __device__ __forceinline__ void write_dq_visit(const BwdParams& p, const BwdSmem
   }
 }
 
-// The tile's visits w = Buf, Buf + kDqBuffers, ... over all its heads (the walk of bwd_scheduler.cuh):
-// v runs on past a head's last visit and is carried into the next head's (minus its visits). Two
-// forms of one walk, each the one whose 24-register writer compiles without spills: kVarlen, whose
-// tile bounds live in registers, counts all visits in one loop; the other variants step through the
-// heads, with `left` the heads after this one. (Fixed lengths in the flat form read 5% slower at
-// D = 64 causal 4k: RESULTS section 40.)
+// The visits w = Buf, Buf + kDqBuffers, ... of tile t over all its heads (the walk of
+// bwd_scheduler.cuh): v runs on past a head's last visit and is carried into the next head's (minus
+// its visits). Two forms of one walk, each the one whose 24-register writer compiles without spills:
+// kVarlen, whose tile bounds live in registers, counts all visits in one loop; the other variants
+// step through the heads. (Fixed lengths in the flat form read 5% slower at D = 64 causal 4k: RESULTS
+// section 40.)
 template <int Buf, bool Claims>
-__device__ __forceinline__ void bwd_dq_writer_loop(const BwdParams& p, const BwdSmem& sm, const BwdTile& t) {
+__device__ __forceinline__ void write_dq_tile(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, unsigned idx,
+                                              bool turns) {
   const bool leader = threadIdx.x % 32 == 0;
-  const bool deterministic = !Claims && p.deterministic;
   if constexpr (kVarlen) {
     const int visits = t.m_end - visit_first(t);
     const int total = tile_heads(t) * visits;
     int bh = first_pair(p, t), v = visit_first(t) + Buf;
     for (int w = Buf; w < total; w += kDqBuffers, v += kDqBuffers) {
       for (; v >= t.m_end; v -= visits) ++bh;
-      write_dq_visit<Buf, Claims>(p, sm, t, leader, deterministic, bh, v, [&] { return w + kDqBuffers < total; });
+      write_dq_visit<Buf, Claims>(p, sm, t, leader, turns, bh, v);
     }
   } else {
     int v = visit_first(t) + Buf;
-    for (int bh = first_pair(p, t), left = tile_heads(t) - 1; left >= 0; ++bh, --left, v -= t.m_end - visit_first(t))
+    for (int bh = first_pair(p, t), left = tile_heads(t); left > 0; ++bh, --left, v -= t.m_end - visit_first(t))
     for (; v < t.m_end; v += kDqBuffers) {
-      // The general form (the visits left over all heads) gives the same answer at one buffer; the
-      // one-buffer form kept D = 64 softcap's writer from spilling.
-      write_dq_visit<Buf, Claims>(p, sm, t, leader, deterministic, bh, v, [&] {
-        return kDqBuffers == 1 ? left > 0 || v + 1 < t.m_end
-                               : v + kDqBuffers < t.m_end + left * (t.m_end - visit_first(t));
-      });
+      write_dq_visit<Buf, Claims>(p, sm, t, leader, turns, bh, v);
     }
   }
-  // No wait for the last adds to complete: the CTA may exit once its tiles were read from shared
-  // memory (above, per block), as a TMA-store epilogue does; the adds land before the kernel ends,
-  // which is all the postprocess needs. Waiting would hold the SM for a round trip to L2.
+  if (Buf == 0 && leader) trace::mark(idx, 5);
 }
 
+// Writer of dQ buffer `buf` over the CTA's tiles (bwd_scheduler.cuh for_each_tile). Claims need tiles
+// over all keys: two partial tiles of one block would need an order.
+// No wait for the last adds to complete: the CTA may exit once its tiles were read from shared
+// memory (per block), as a TMA-store epilogue does; the adds land before the kernel ends, which is
+// all the postprocess needs. Waiting would hold the SM for a round trip to L2.
 template <int Buf>
-__device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem& sm, const BwdTile& t) {
-  // Claims need tiles over all keys: two partial tiles of one block would need an order.
+__device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem& sm) {
+  named_barrier::arrive(dq_empty_barrier(Buf, 0), kDqSyncThreads);   // the buffer starts empty
+  named_barrier::arrive(dq_empty_barrier(Buf, 1), kDqSyncThreads);
   if (kDqAllKeys && p.dq_claims) {
-    bwd_dq_writer_loop<Buf, true>(p, sm, t);
+    for_each_tile(p, sm, [&](const BwdTile& t, unsigned idx, int) { write_dq_tile<Buf, true>(p, sm, t, idx, false); });
   } else {
-    bwd_dq_writer_loop<Buf, false>(p, sm, t);
+    const bool turns = p.deterministic != 0;
+    for_each_tile(p, sm, [&](const BwdTile& t, unsigned idx, int) { write_dq_tile<Buf, false>(p, sm, t, idx, turns); });
   }
+}
+
+// Consumer warpgroup Wg at the CTA's end: take the writers' last kDqEmpty arrivals (the protocol at
+// the top).
+template <int Wg>
+__device__ __forceinline__ void drain_dq_buffers() {
+#pragma unroll
+  for (int b = 0; b < kDqBuffers; ++b) named_barrier::sync(dq_empty_barrier(b, Wg), kDqSyncThreads);
 }
 
 // Wide, deterministic, the first turn: zero warpgroup wg's part of query block m's accumulator (its
@@ -251,8 +260,14 @@ __device__ __forceinline__ void zero_dq_part(float* dst, int wg) {
 
 // Wide, deterministic: the turn keeper of consumer warpgroup wg. Run by a whole warp; lane 0 reads and
 // advances the counters, and at the first turn the warp zeroes the part first.
+// Deterministic mode has one CTA per tile (fa3lite/hopper/bwd.py main_ctas), so the keeper keeps the
+// turns of tile blockIdx.x alone: a tile loop held its index through the turns and spilled it from
+// the producer warpgroup's 32 registers (D = 256 causal). A debug build checks the grid.
 __device__ __forceinline__ void bwd_dq_turn_keeper(const BwdParams& p, const BwdTile& t, int wg) {
   const bool leader = threadIdx.x % 32 == 0;
+#ifdef FA3LITE_DEBUG
+  if (gridDim.x != static_cast<unsigned>(p.num_tiles)) __trap();
+#endif
   for (int bh = first_pair(p, t), left = tile_heads(t); left > 0; ++bh, --left) {
     for (int v = visit_first(t); v < t.m_end; ++v) {
       const int m = query_block(t, v);

@@ -12,6 +12,7 @@
 #pragma once
 #include "../ptx/gmem.cuh"
 #include "../ptx/math.cuh"
+#include "../ptx/mbarrier.cuh"
 #include "../ptx/smem_vec.cuh"
 #include "../ptx/sync.cuh"
 #include "bwd_params.cuh"
@@ -100,23 +101,31 @@ __device__ __forceinline__ void copy_out(const BwdParams& p, const BwdTile& t, u
   }
 }
 
-// Both consumer warpgroups call this once, after their last wgmma completed. row0 / col0: the
-// warpgroup's block within the CTA's kBlockN x D tile.
-__device__ __forceinline__ void bwd_store_dkv(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int row0,
-                                              int col0, int wg, int tid, const float (&dk)[kWgCols / 2],
-                                              const float (&dv)[kWgCols / 2]) {
-  if constexpr (kDkvF32) {
+// The end of a tile, for both consumer warpgroups once their last wgmma completed: dK/dV out (row0 /
+// col0: the warpgroup's block within the CTA's kBlockN x D tile), then sK/sV handed back to the
+// producer for the CTA's next tile (kv_empty). The barrier first: no warpgroup reads K or V any more
+// once both are here, and neither writes its next tile's first dS^T (or P^T) while the other's last
+// wgmmas may still read the buffer (the consumers' dS^T hand-offs start afresh with each tile).
+__device__ __forceinline__ void bwd_end_tile(const BwdParams& p, const BwdSmem& sm, const BwdTile& t, int row0,
+                                             int col0, int wg, int tid, const float (&dk)[kWgCols / 2],
+                                             const float (&dv)[kWgCols / 2]) {
+  named_barrier::sync(static_cast<u32>(NamedBarrier::kEpilogue), kConsumerThreads);
+  // The thread index read here, not taken from the caller: ptxas otherwise computed the epilogue's
+  // addresses once before the CTA's tile loop and spilled them through the mainloop. (Narrow f32
+  // dK/dV keep the caller's: there the re-read itself cost a spill at D = 64.)
+  if constexpr (kWide || !kDkvF32) tid = warpgroup::thread_here();
+  if constexpr (kNeedDkv && kDkvF32) {
     bwd_store_dkv_direct(p, t, t.n_block * kBlockN + row0, col0, tid, dk, dv);
-  } else {
-    // No warpgroup reads K or V any more once both are here (their wgmmas completed before).
-    named_barrier::sync(static_cast<u32>(NamedBarrier::kEpilogue), kConsumerThreads);
+  } else if constexpr (kNeedDkv) {
     stage_block(sm.k(), row0, col0, tid, dk, p.softmax_scale);
     stage_block(sm.v(), row0, col0, tid, dv, 1.f);
     named_barrier::sync(static_cast<u32>(NamedBarrier::kEpilogue), kConsumerThreads);
     const int ctid = wg * kWarpgroupThreads + tid;
     copy_out(p, t, sm.k(), static_cast<u16*>(p.dk), kHeadDimReal, ctid);
     copy_out(p, t, sm.v(), static_cast<u16*>(p.dv), kHeadDimVReal, ctid);
+    fence::proxy_async_smem();   // the staged tiles' generic stores before the next tile's TMA loads there
   }
+  mbar::arrive(sm.kv_empty());
 }
 
 }}}  // namespace fa3lite::attn::bwd

@@ -19,6 +19,8 @@ struct BwdParams {
   void* dk;               // (B, Sk, Hk, D) contiguous Element, or (B, Sk, Hq, D) f32 when kDkvF32 (GQA: per
                           // query head, summed by the host); kVarlen (total_k, ..., D)
   void* dv;
+  i32* tile_counter;      // zeroed by the preprocess: hands out the tiles after each CTA's first
+                          // (bwd_scheduler.cuh)
   // kVarlen (as in the forward's params.cuh): packed sequences and the maps of each sequence (the
   // q, k, v, dout maps above are unused)
   const i32* cu_seqlens_q;   // (B + 1,)
@@ -42,6 +44,8 @@ struct BwdParams {
   i32 dq_claims;          // nonzero: the first dQ tile of each query block is stored, not added (bwd_dq.cuh)
   i32 rotated_walk;       // nonzero, not deterministic: a full mask's key blocks walk the query blocks
                           // from their own on (bwd_scheduler.cuh)
+  i32 num_tiles;          // tiles (key block, head pair, batch); the grid has one CTA per tile, or fewer
+                          // that take more from tile_counter (bwd_scheduler.cuh)
   float scale_log2;       // softmax_scale * log2(e); softcap * log2(e) with kSoftcap
   float softmax_scale;
   float softcap_scale;    // kSoftcap: softmax_scale / softcap, the factor inside the tanh

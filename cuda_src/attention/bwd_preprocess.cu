@@ -45,6 +45,7 @@ struct PreParams {
   float* dpsum;
   float* dq_accum;     // (B, H, rows_pad, D) in any order, or null: zeroed here
   i32* dq_sem;         // (B, H, rows_pad / block_m, sems_per_block), or null: zeroed here
+  i32* tile_counter;   // the main kernel's tile counter (bwd_scheduler.cuh), or null: zeroed here
   const i32* cu_seqlens_q;   // varlen: (B + 1,) row offsets of the packed dout/out/lse rows, else null
   const i32* seqused_q;      // varlen: (B,) or null
   i64 do_stride_b, do_stride_s, do_stride_h;   // elements
@@ -210,6 +211,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) fa3lite_bwd_preproce
     dst[0] = make_float4(0.f, 0.f, 0.f, 0.f);
     dst[1] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
+  if (p.tile_counter != nullptr && blk == 0 && threadIdx.x == 0) *p.tile_counter = 0;
   if (p.dq != nullptr) zero_unowned_rows(p);
   if (p.seq_maps != nullptr && h == 0 && row_block == 0 && threadIdx.x == 0) {
     write_seq_maps(p, b, q_start, seqlen_q);

@@ -1,6 +1,15 @@
-// Backward tile scheduler: one CTA per (key block, query head, batch), flattened into blockIdx.x
-// so grid y/z limits never apply. GQA with p.cta_heads = the group (kWalkHeads variants, where
-// the grid stays large enough: bwd.py grouped_heads): one CTA per (key block, K/V head, batch), which
+// Backward tile scheduler: one tile per (key block, query head, batch), flattened into one index
+// so grid y/z limits never apply. The host launches one CTA per tile, or for kPersistent variants
+// (bwd_config.cuh) without deterministic turns at most one per SM (fa3lite/hopper/bwd.py main_ctas).
+// There CTA c takes tile c first, then whichever tile comes next in the order below when it asks:
+// gridDim.x + a ticket from p.tile_counter, as the hardware hands out CTAs, so a long causal tile
+// holds up only the CTA that has it (a static stride, tiles c, c + grid, ..., ran d = 128 causal 1k
+// 47% slower: benchmarks/RESULTS.md section 53). A persistent CTA loads its next tile's first Q/dO
+// while it finishes the tile before.
+// The producer asks once it issued a tile's last loads and hands the answer to the other roles
+// through shared memory (publish_next_tile / for_each_tile below).
+// GQA with p.cta_heads = the group (kWalkHeads variants, where the grid stays large enough: bwd.py
+// grouped_heads): one tile per (key block, K/V head, batch), which
 // walks every query head of the group in turn and sums their dK/dV in registers -- no f32 dK/dV per
 // query head for the host to sum (that traffic cost GQA's backward 5-33%, RESULTS section 38). A
 // tile's visits are then its query blocks for its first head, the same blocks for the next, ...
@@ -37,10 +46,15 @@
 // wait out the store's round trip to add; rotated, a block's first visitor is there a step ahead of
 // the next. Nobody waits for a block that has not started, so no residency condition applies.
 #pragma once
+#include "../ptx/gmem.cuh"
+#include "../ptx/mbarrier.cuh"
+#include "../ptx/smem.cuh"
+#include "../ptx/sync.cuh"
+#include "../ptx/tma.cuh"
 #include "bwd_config.cuh"
 #include "bwd_params.cuh"
+#include "bwd_smem.cuh"
 #include "launch_order.cuh"
-#include "../ptx/tma.cuh"
 #include "tile_io.cuh"
 
 namespace fa3lite { namespace attn { namespace bwd {
@@ -104,11 +118,11 @@ __device__ __forceinline__ int tile_heads(const BwdTile& t) { return kWalkHeads 
 // that grows with m, so those form a range n_first(m)..n_last(m): the turns below hold as they are
 // (the highest block visiting m is still n_last(m), and the blocks below it down to n_first(m) come
 // in descending order).
-__device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
-  const unsigned idx = blockIdx.x;
+__device__ __forceinline__ BwdTile bwd_tile(const BwdParams& p, unsigned idx) {
   const unsigned blocks = p.num_n_blocks;
   BwdTile t;
-  const LaunchSlot s = launch_slot(idx, blocks, gridDim.x / blocks, static_cast<unsigned>(p.lpt_heads));
+  const LaunchSlot s = launch_slot(idx, blocks, static_cast<unsigned>(p.num_tiles) / blocks,
+                                   static_cast<unsigned>(p.lpt_heads));
   const unsigned slot = s.tile, head_batch = s.pair;
   t.n_block = descending_turns(p) ? blocks - 1 - slot : slot;
   const int pairs_per_batch = p.num_heads_q / p.cta_heads;
@@ -146,6 +160,49 @@ __device__ __forceinline__ BwdTile bwd_tile_of_block(const BwdParams& p) {
     }
   }
   return t;
+}
+
+// Hand-off of the CTA's k-th next tile (k = 0: its second), slot k % 2 of sm.sched:
+//   producer: [k >= 2: wait sched_empty(k % 2), parity (k / 2 - 1) % 2] st.shared the index;
+//             arrive sched_full(k % 2) (release: the store is seen by whoever completes the wait)
+//   readers:  wait sched_full(k % 2), parity (k / 2) % 2; ld.shared; one arrival per warp on
+//             sched_empty(k % 2) once the whole warp has read it
+// The readers are the consumer warps and the dQ writers (kSchedReaders); the index past the last tile
+// (>= p.num_tiles) ends every role's walk. Deterministic turns have one CTA per tile: the producer
+// publishes once (the end) and the turn keepers, which walk tile blockIdx.x alone, read nothing.
+constexpr u32 kSchedReaders = kConsumerThreads / 32 + ((kNeedDq && !kWide) ? kDqBuffers : 0);
+
+__device__ __forceinline__ void publish_next_tile(const BwdParams& p, const BwdSmem& sm, int k) {
+  const int next = static_cast<int>(grid::ctas_here()) + gmem::atom_relaxed_add(p.tile_counter, 1);
+  if (k >= 2) mbar::wait(sm.sched_empty(k & 1), ((k >> 1) - 1) & 1);
+  smem::st_u32(sm.sched(k & 1), static_cast<u32>(next));
+  mbar::arrive(sm.sched_full(k & 1));
+}
+
+// A reading warp (all lanes) takes the k-th next tile.
+__device__ __forceinline__ int take_next_tile(const BwdSmem& sm, int k) {
+  mbar::wait(sm.sched_full(k & 1), (k >> 1) & 1);
+  const int idx = static_cast<int>(smem::ld_u32(sm.sched(k & 1)));
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) mbar::arrive(sm.sched_empty(k & 1));
+  return idx;
+}
+
+// The CTA's tiles in order for a reading warp, f(tile, index, n) with n counting the tiles with work
+// (each a phase of the kv_full / kv_empty barriers). A kVarlen tile past its sequence's keys has no
+// work: every role skips it, so it takes no phase.
+template <typename F>
+__device__ __forceinline__ void for_each_tile(const BwdParams& p, const BwdSmem& sm, F&& f) {
+  if constexpr (!kPersistent) {
+    const BwdTile t = bwd_tile(p, blockIdx.x);
+    if (!(kVarlen && t.n_block >= t.n_blocks)) f(t, blockIdx.x, 0);
+    return;
+  }
+  int n = 0, k = 0;
+  for (int idx = blockIdx.x; idx < p.num_tiles; idx = take_next_tile(sm, k++)) {
+    const BwdTile t = bwd_tile(p, idx);
+    if (!(kVarlen && t.n_block >= t.n_blocks)) f(t, static_cast<unsigned>(idx), n++);
+  }
 }
 
 // Deterministic mode: how many key blocks add their dQ tile of query block m before this one. Full

@@ -8,7 +8,10 @@
 //   sdQ[b]            narrow with dQ only: the f32 dQ tile(s) in fragment order, read by the bulk
 //                     reduce; kDqBuffers of them, alternate query blocks
 //   sLse[s], sDps[s]  kBlockM floats each: the query block's lse_log2 and dPsum, loaded with Q / dO
-//   mbarriers         kv_full, q_full[s], do_full[s], empty[s]
+//   mbarriers         kv_full, kv_empty (the consumers no longer read sK/sV: a persistent CTA's next
+//                     tile may load them), q_full[s], do_full[s], empty[s], sched_full[2],
+//                     sched_empty[2] (the next tile's index, bwd_scheduler.cuh)
+//   sched[2]          the next tile's index, from the producer to the other roles
 // Tiles are [D/64 column block][row][64 columns], 128 bytes per row, 16-byte chunks XOR row % 8.
 // A region a variant does not use has size 0 (the host mirror is BwdVariant.smem_bytes).
 #pragma once
@@ -29,8 +32,9 @@ struct BwdSmem {
   static constexpr u32 kLse = kDQ + kDqBuffers * kDqRegions * kDqRegionBytes;
   static constexpr u32 kDps = kLse + kStages * kStatBytes;
   static constexpr u32 kBarriers = kDps + kStages * kStatBytes;
-  static constexpr u32 kNumBarriers = 1 + 3 * kStages;
-  static constexpr u32 kBytes = kBarriers + 8 * kNumBarriers;
+  static constexpr u32 kNumBarriers = 2 + 3 * kStages + 4;
+  static constexpr u32 kSched = kBarriers + 8 * kNumBarriers;
+  static constexpr u32 kBytes = kSched + 8;
   static constexpr u32 kDynamicBytes = kBytes + kSmemAlign;   // slack to align the base
 
   u32 base;  // shared-window address of the 1024-aligned start
@@ -47,9 +51,13 @@ struct BwdSmem {
   __device__ __forceinline__ u32 lse(int s) const { return base + kLse + s * kStatBytes; }
   __device__ __forceinline__ u32 dps(int s) const { return base + kDps + s * kStatBytes; }
   __device__ __forceinline__ u32 kv_full() const { return base + kBarriers; }
-  __device__ __forceinline__ u32 q_full(int s) const { return base + kBarriers + 8 * (1 + s); }
-  __device__ __forceinline__ u32 do_full(int s) const { return base + kBarriers + 8 * (1 + kStages + s); }
-  __device__ __forceinline__ u32 empty(int s) const { return base + kBarriers + 8 * (1 + 2 * kStages + s); }
+  __device__ __forceinline__ u32 kv_empty() const { return base + kBarriers + 8; }
+  __device__ __forceinline__ u32 q_full(int s) const { return base + kBarriers + 8 * (2 + s); }
+  __device__ __forceinline__ u32 do_full(int s) const { return base + kBarriers + 8 * (2 + kStages + s); }
+  __device__ __forceinline__ u32 empty(int s) const { return base + kBarriers + 8 * (2 + 2 * kStages + s); }
+  __device__ __forceinline__ u32 sched_full(int i) const { return base + kBarriers + 8 * (2 + 3 * kStages + i); }
+  __device__ __forceinline__ u32 sched_empty(int i) const { return base + kBarriers + 8 * (4 + 3 * kStages + i); }
+  __device__ __forceinline__ u32 sched(int i) const { return base + kSched + 4 * i; }
 };
 
 static_assert(BwdSmem::kDynamicBytes <= 227 * 1024, "backward tiles exceed 227 KB of shared memory");

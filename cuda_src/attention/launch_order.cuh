@@ -1,5 +1,5 @@
 // Longest-first launch order, shared by the forward's and the backward's tile schedulers
-// (scheduler.cuh tile_of, bwd_scheduler.cuh bwd_tile_of_block). A grid of `pairs` (head, batch)
+// (scheduler.cuh tile_of, bwd_scheduler.cuh bwd_tile). A grid of `pairs` (head, batch)
 // pairs x `blocks` tiles each, where a pair's tile 0 works longest, 1 next, ...: numbered pair by
 // pair, the last tiles launched would include the last pair's longest, which then runs on alone
 // while the other SMs idle. So the pairs go in groups of `group` (sized by the host so that what

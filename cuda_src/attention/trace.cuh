@@ -1,8 +1,9 @@
-// Event times per CTA (forward: per tile) for tools/trace_probe.py, which builds the kernels with
-// FA3LITE_TRACE and reads the table back from the module's global `fa3lite_trace`. Without that
-// define every call below compiles to nothing, so the kernels users run carry no trace code.
+// Event times per tile (backward: a key block and its query blocks; forward: a query tile) for
+// tools/trace_probe.py, which builds the kernels with FA3LITE_TRACE and reads the table back from the
+// module's global `fa3lite_trace`. Without that define every call below compiles to nothing, so the
+// kernels users run carry no trace code.
 //
-// A unit (CTA or tile) owns kEvents 64-bit slots: slot 0 holds the SM id (low 32 bits) and a count
+// A unit (a tile) owns kEvents 64-bit slots: slot 0 holds the SM id (low 32 bits) and a count
 // of the unit's blocks (high 32 bits); the other slots hold %globaltimer readings (ns) of the events
 // the kernel marks (the tool names them).
 #pragma once

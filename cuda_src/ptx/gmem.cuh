@@ -30,6 +30,14 @@ __device__ __forceinline__ i32 atom_acquire_add(i32* p, i32 v) {
   asm volatile("atom.acquire.gpu.global.add.s32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
   return old;
 }
+// Atomically add to a counter (relaxed, GPU scope) and return its old value: a ticket that orders
+// nothing else.
+__device__ __forceinline__ i32 atom_relaxed_add(i32* p, i32 v) {
+  i32 old;
+  asm volatile("atom.relaxed.gpu.global.add.s32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
 // Atomically add to a flag with release semantics at GPU scope (publishes this thread's prior writes).
 __device__ __forceinline__ void red_release_add(i32* p, i32 v) {
   asm volatile("red.release.gpu.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory");

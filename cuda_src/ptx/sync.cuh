@@ -48,6 +48,14 @@ __device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontr
 // once in a kernel launched without such a dependency). griddepcontrol.wait.
 __device__ __forceinline__ void wait_dependencies() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
+// The grid's CTA count, read from %nctaid.x where it is called (mov, volatile): not hoisted into a
+// register held through a loop (the backward's tile loop, in the producer warpgroup's 24 registers).
+__device__ __forceinline__ unsigned ctas_here() {
+  unsigned n;
+  asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(n));
+  return n;
+}
+
 }  // namespace grid
 
 namespace warpgroup {
@@ -57,6 +65,14 @@ namespace warpgroup {
 // uniform registers instead of recomputing it per thread and moving it over with R2UR.
 __device__ __forceinline__ int index() {
   return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+}
+
+// This thread's index in its warpgroup, read from %tid.x where it is called (mov, volatile): the
+// compiler cannot hoist it, so what derives from it is not held across an enclosing loop.
+__device__ __forceinline__ int thread_here() {
+  unsigned t;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+  return static_cast<int>(t % 128);
 }
 
 // Give registers back to the CTA pool (producer side). Immediate: multiple of 8 in [24, 256].

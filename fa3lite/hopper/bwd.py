@@ -47,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 
 import torch
 
@@ -63,24 +64,25 @@ HEAD_DIMS = (64, 96, 128, 192, 256)   # 96 and 192 run the 128 and 256 kernels p
 DTYPES = ("bf16", "fp16")
 THREADS = 384           # producer + 2 consumer warpgroups
 _AUX_THREADS = 256      # block size of the pre/postprocess kernels
+SCHED_WORDS = 64          # the work buffer's tail: the main kernel's tile counter, padded to 256 bytes
 SHORT_RING_M_BLOCKS = 8   # banded masks over at most this many query blocks: two Q/dO stages (short_ring)
 
 BWD_PARAMS = ParamStruct("fa3lite::attn::bwd::BwdParams", (
     ("q", "tma"), ("k", "tma"), ("v", "tma"), ("dout", "tma"),
     ("lse_log2", "ptr"), ("dpsum", "ptr"), ("dq_accum", "ptr"), ("dq_sem", "ptr"),
-    ("dk", "ptr"), ("dv", "ptr"),
+    ("dk", "ptr"), ("dv", "ptr"), ("tile_counter", "ptr"),
     ("cu_seqlens_q", "ptr"), ("cu_seqlens_k", "ptr"), ("seqused_q", "ptr"), ("seqused_k", "ptr"),
     ("seq_maps", "ptr"),
     ("seqlen_q", "i32"), ("seqlen_k", "i32"), ("num_heads_q", "i32"), ("head_group", "i32"), ("cta_heads", "i32"),
     ("num_m_blocks", "i32"), ("num_n_blocks", "i32"), ("causal_offset", "i32"), ("local_offset", "i32"),
     ("deterministic", "i32"), ("lpt_heads", "i32"), ("dq_claims", "i32"), ("rotated_walk", "i32"),
-    ("scale_log2", "f32"), ("softmax_scale", "f32"),
+    ("num_tiles", "i32"), ("scale_log2", "f32"), ("softmax_scale", "f32"),
     ("softcap_scale", "f32"),
 ))
 
 PRE_PARAMS = ParamStruct("fa3lite::attn::bwd::PreParams", (
     ("dout", "ptr"), ("out", "ptr"), ("lse", "ptr"), ("lse_log2", "ptr"), ("dpsum", "ptr"),
-    ("dq_accum", "ptr"), ("dq_sem", "ptr"), ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"),
+    ("dq_accum", "ptr"), ("dq_sem", "ptr"), ("tile_counter", "ptr"), ("cu_seqlens_q", "ptr"), ("seqused_q", "ptr"),
     ("do_stride_b", "i64"), ("do_stride_s", "i64"), ("do_stride_h", "i64"),
     ("o_stride_b", "i64"), ("o_stride_s", "i64"), ("o_stride_h", "i64"),
     ("lse_stride_b", "i64"), ("lse_stride_h", "i64"), ("lse_stride_s", "i64"),
@@ -146,6 +148,15 @@ class BwdVariant:
         unpadded D = 256 variant that may walk, MHA too (one head): its MHA backward ran 2-3% slower
         with the compile-time count of 1 (RESULTS section 39, round1/round2)."""
         return self.walk_heads or (self.groupable_heads and self.kernel_dim == 256)
+
+    @property
+    def persistent(self) -> bool:
+        """Whether the main kernel's CTAs walk many tiles (bwd_config.cuh kPersistent; host: main_ctas):
+        the D = 64 kernels without varlen. Their tiles are short, so a CTA's start is a visible part of
+        one, and walking measured 0.5-8% shorter main kernels (d = 64 causal 16k 5229 -> 4794 us). The
+        wider kernels gained nothing at long sequences and 1-3% at 1k-2k full masks only; varlen's
+        24-register producer warps spilled in the tile loop (benchmarks/RESULTS.md sections 53, 54)."""
+        return self.kernel_dim == 64 and not self.varlen
 
     @property
     def kernel_dim(self) -> int:
@@ -227,8 +238,9 @@ class BwdVariant:
         p = ds if self.wide and self.need_dkv else 0
         dq = self.dq_buffers * self.dq_regions * m * d * 4
         stats = 2 * stages * m * 4                     # lse_log2 and dPsum rows of each stage
-        barriers = 8 * (1 + 3 * stages)
-        return tiles + ds + p + dq + stats + barriers + 1024
+        barriers = 8 * (6 + 3 * stages)              # kv_full, kv_empty, the ring's, sched_full/empty[2]
+        sched = 8                                      # two tile indices
+        return tiles + ds + p + dq + stats + barriers + sched + 1024
 
     def _common(self) -> tuple[tuple[str, str], ...]:
         return (("FA3LITE_HEAD_DIM", str(self.kernel_dim)), ("FA3LITE_HEAD_DIM_REAL", str(self.head_dim)),
@@ -244,6 +256,7 @@ class BwdVariant:
                 ("FA3LITE_CAUSAL", "1" if self.causal else "0"),
                 ("FA3LITE_SOFTCAP", "1" if self.softcap else "0"),
                 ("FA3LITE_VARLEN", "1" if self.varlen else "0"),
+                ("FA3LITE_BWD_PERSISTENT", "1" if self.persistent else "0"),
                 ("FA3LITE_DKV_F32", "1" if self.dkv_f32 else "0"),
                 ("FA3LITE_WALK_HEADS", "1" if self.walks_heads else "0"),
                 ("FA3LITE_NEED_DQ", "1" if self.need_dq else "0"),
@@ -264,8 +277,9 @@ class BwdVariant:
 
 
 # The leading fields of each block, which a call fills in (launch.Prepared); the rest is per plan.
-PRE_HEAD = PRE_PARAMS.head("dout", "out", "lse", "lse_log2", "dpsum", "dq_accum", "dq_sem")
-MAIN_HEAD = BWD_PARAMS.head("q", "k", "v", "dout", "lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv")
+PRE_HEAD = PRE_PARAMS.head("dout", "out", "lse", "lse_log2", "dpsum", "dq_accum", "dq_sem", "tile_counter")
+MAIN_HEAD = BWD_PARAMS.head("q", "k", "v", "dout", "lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv",
+                            "tile_counter")
 POST_HEAD = POST_PARAMS.head("dq_accum", "dq", "dq_visits")
 
 NEEDS = ((True, True), (True, False), (False, True))   # (need_dq, need_dkv) of the buildable variants
@@ -344,6 +358,27 @@ def _zeros(t: torch.Tensor) -> torch.Tensor:
 def post_grid(query_blocks: int) -> tuple[int, int, int]:
     """The postprocess's grid: one CTA per query block of the dQ accumulator (bwd_postprocess.cu)."""
     return (query_blocks, 1, 1)
+
+
+def main_ctas(deterministic: bool, tiles: int, device: int, persistent: bool) -> int:
+    """CTAs of the main kernel for ``tiles`` tiles (key block, head pair, batch). A ``persistent``
+    variant (BwdVariant.persistent) without deterministic turns runs at most one per SM, each taking
+    tile blockIdx.x, then gridDim.x plus a ticket from the tile counter (bwd_scheduler.cuh
+    for_each_tile): a CTA then loads its next tile's first Q/dO under the tile before and sets up once.
+    Otherwise one CTA per tile: the other variants take exactly one, and the deterministic turns may
+    wait for a tile launched later, which is only safe while every tile has a CTA of its own
+    (turn_order). FA3LITE_BWD_MAX_CTAS (a positive integer, read when a call signature's plan is built)
+    caps the persistent grid further, so that tests can make a few CTAs walk many tiles at small
+    shapes."""
+    if deterministic or not persistent:
+        return tiles
+    cap = sm_count(device)
+    env = os.environ.get("FA3LITE_BWD_MAX_CTAS", "")
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise ValueError(f"FA3LITE_BWD_MAX_CTAS must be a positive integer, got {env!r}")
+        cap = min(cap, int(env))
+    return min(tiles, cap)
 
 
 ROTATED_TURNS = 2   # BwdParams.deterministic for the rotated full-mask order (bwd_scheduler.cuh kRotatedTurns)
@@ -593,7 +628,7 @@ class _BwdPlan:
         self.rows = B * Hq * rows_pad                      # lse_log2 and dpsum: one buffer, two halves
         self.accum = B * Hq * rows_pad * variant.kernel_dim if need_dq else 0
         self.sems = counter_words(variant, deterministic, B * Hq * m_blocks)
-        self.work_floats = self.accum + self.sems + 2 * self.rows
+        self.work_floats = self.accum + self.sems + 2 * self.rows + SCHED_WORDS
         self.group = (Hk, Hq // Hk)
         # dK is q's head dim wide, dV v's (dkv_f32: per query head in f32, then summed over the group)
         kv_heads = Hq if self.dkv_f32 else Hk
@@ -608,24 +643,24 @@ class _BwdPlan:
         row_blocks = -(-rows_pad // rows_per_block)
         pre_grid = (row_blocks * Hq * B, 1, 1)
         pre_params = PRE_PARAMS.pack(
-            dout=0, out=0, lse=0, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, cu_seqlens_q=0, seqused_q=0,
-            do_stride_b=dout.stride(0), do_stride_s=dout.stride(1), do_stride_h=dout.stride(2),
+            dout=0, out=0, lse=0, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, tile_counter=0, cu_seqlens_q=0,
+            seqused_q=0, do_stride_b=dout.stride(0), do_stride_s=dout.stride(1), do_stride_h=dout.stride(2),
             o_stride_b=out.stride(0), o_stride_s=out.stride(1), o_stride_h=out.stride(2),
             lse_stride_b=lse.stride(0), lse_stride_h=lse.stride(1), lse_stride_s=lse.stride(2),
             seqlen_q=Sq, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks,
             block_m=block_m, sems_per_block=variant.sems_per_block, **PRE_FIXED_LENGTHS)
         blank = tma.BLANK_MAP
-        main_grid = (ctas, 1, 1)
+        main_grid = (main_ctas(deterministic, ctas, self.dev, variant.persistent), 1, 1)
         main_params = BWD_PARAMS.pack(
             q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,
-            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, seq_maps=0,
+            tile_counter=0, cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, seq_maps=0,
             seqlen_q=Sq, seqlen_k=Sk, num_heads_q=Hq, head_group=Hq // Hk, cta_heads=cta_heads,
             num_m_blocks=m_blocks, num_n_blocks=n_blocks, causal_offset=causal_offset, local_offset=local_offset,
             deterministic=turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
             softmax_scale=softmax_scale,
             lpt_heads=lpt_heads(q, v, ctas // n_blocks) if banded and not deterministic else 0,
             dq_claims=int(dq_claims(variant, deterministic)),
-            rotated_walk=int(rotated_walk(variant, deterministic, m_blocks)),
+            rotated_walk=int(rotated_walk(variant, deterministic, m_blocks)), num_tiles=ctas,
             **score_scales(softmax_scale, softcap))
         post_params = POST_PARAMS.pack(dq_accum=0, dq=0, dq_visits=0, cu_seqlens_q=0, seqused_q=0, seqlen_q=Sq,
                                        num_heads=Hq, num_m_blocks=m_blocks, scale=softmax_scale)
@@ -689,13 +724,15 @@ class _BwdPlan:
         visits = sems if self.stores_first else 0   # the counters say which blocks got a first tile
         lse_log2 = base + 4 * (self.accum + self.sems)
         dpsum = lse_log2 + 4 * self.rows
+        counter = dpsum + 4 * self.rows
         stream = cdriver.stream(launch.stream_handle(self.dev))
         mq, mk, mv, mdo = self.makers
         with on_device(self.dev):
             self.pre_launch.launch(stream, dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum,
-                                   0 if visits else accum, sems)
+                                   0 if visits else accum, sems, counter)
             self.main_launch.launch(stream, mq(q.data_ptr()), mk(k.data_ptr()), mv(v.data_ptr()),
-                                    mdo(dout.data_ptr()), lse_log2, dpsum, accum, sems, _ptr(dk), _ptr(dv))
+                                    mdo(dout.data_ptr()), lse_log2, dpsum, accum, sems, _ptr(dk), _ptr(dv),
+                                    counter)
             if self.need_dq:
                 self.post_launch.launch(stream, accum, dq.data_ptr(), visits)
         dsink = None

@@ -344,8 +344,8 @@ class _VarlenBwdPlan:
         row_blocks = -(-rows_pad // rows_per_block)
         self.pre_grid = (row_blocks * Hq * batch, 1, 1)
         self.pre_params = bwd.PRE_PARAMS.pack(
-            dout=0, out=0, lse=0, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, cu_seqlens_q=0, seqused_q=0,
-            do_stride_b=0, do_stride_s=dout.stride(0), do_stride_h=dout.stride(1),
+            dout=0, out=0, lse=0, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, tile_counter=0, cu_seqlens_q=0,
+            seqused_q=0, do_stride_b=0, do_stride_s=dout.stride(0), do_stride_h=dout.stride(1),
             o_stride_b=0, o_stride_s=out.stride(0), o_stride_h=out.stride(1),
             lse_stride_b=0, lse_stride_h=lse.stride(0), lse_stride_s=lse.stride(1),
             seqlen_q=0, rows_pad=rows_pad, num_heads=Hq, row_blocks=row_blocks, block_m=bm,
@@ -356,10 +356,10 @@ class _VarlenBwdPlan:
             q_map=tma.BLANK_MAP, k_map=tma.BLANK_MAP, v_map=tma.BLANK_MAP, dout_map=tma.BLANK_MAP)
         self.seq_maps = batch * 4 * tma.MAP_BYTES
         blank = tma.BLANK_MAP
-        self.main_grid = (self.ctas, 1, 1)
+        self.main_grid = (bwd.main_ctas(deterministic, self.ctas, self.dev, variant.persistent), 1, 1)
         self.main_params = bwd.BWD_PARAMS.pack(
             q=blank, k=blank, v=blank, dout=blank, lse_log2=0, dpsum=0, dq_accum=0, dq_sem=0, dk=0, dv=0,
-            cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, seq_maps=0, seqlen_q=0, seqlen_k=0,
+            tile_counter=0, cu_seqlens_q=0, cu_seqlens_k=0, seqused_q=0, seqused_k=0, seq_maps=0, seqlen_q=0, seqlen_k=0,
             num_heads_q=Hq, head_group=Hq // Hk, cta_heads=cta_heads, num_m_blocks=m_blocks, num_n_blocks=n_blocks,
             causal_offset=causal_offset, local_offset=local_offset,
             deterministic=bwd.turn_order(deterministic, variant.rotatable_turns, n_blocks, self.dev),
@@ -367,6 +367,7 @@ class _VarlenBwdPlan:
             if banded and not deterministic else 0,
             dq_claims=int(bwd.dq_claims(variant, deterministic)),
             rotated_walk=int(bwd.rotated_walk(variant, deterministic, m_blocks)), softmax_scale=softmax_scale,
+            num_tiles=self.ctas,
             **score_scales(softmax_scale, softcap))
         self.post_grid = bwd.post_grid(batch * Hq * m_blocks)
         self.post_params = bwd.POST_PARAMS.pack(dq_accum=0, dq=0, dq_visits=0, cu_seqlens_q=0, seqused_q=0,
@@ -380,9 +381,10 @@ class _VarlenBwdPlan:
             for name, t, rows in (("q_map", q, bm), ("k_map", k, variant.block_n), ("v_map", v, variant.block_n),
                                   ("dout_map", dout, bm)))
         self.pre_at = tuple(pre[f] for f in ("dout", "out", "lse", "lse_log2", "dpsum", "dq_accum", "dq_sem",
-                                             "cu_seqlens_q", "seqused_q", "dq", "dk", "dv", "cu_seqlens_k",
+                                             "tile_counter", "cu_seqlens_q", "seqused_q", "dq", "dk", "dv", "cu_seqlens_k",
                                              "seqused_k", "seq_maps", "q_base", "k_base", "v_base"))
-        self.main_at = tuple(at[f] for f in ("lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv", "cu_seqlens_q",
+        self.main_at = tuple(at[f] for f in ("lse_log2", "dpsum", "dq_accum", "dq_sem", "dk", "dv", "tile_counter",
+                                             "cu_seqlens_q",
                                              "cu_seqlens_k", "seqused_q", "seqused_k", "seq_maps"))
         self.post_at = tuple(post[f] for f in ("dq_accum", "dq", "dq_visits", "cu_seqlens_q", "seqused_q"))
 
@@ -399,12 +401,13 @@ class _VarlenBwdPlan:
         dout, out = (t.clone(memory_format=torch.contiguous_format) if c else t
                      for c, t in zip(self.copies, (dout, out)))
         stream = launch.stream_handle(self.dev)
-        work = self._buffer((self.accum + self.sems + 2 * self.rows,), torch.float32)
+        work = self._buffer((self.accum + self.sems + 2 * self.rows + bwd.SCHED_WORDS,), torch.float32)
         accum = work.data_ptr()
         sems = accum + 4 * self.accum if self.sems else 0
         visits = sems if self.stores_first else 0   # first tiles are stored: the accumulator is not zeroed
         lse_log2 = accum + 4 * (self.accum + self.sems)
         dpsum = lse_log2 + 4 * self.rows
+        counter = dpsum + 4 * self.rows   # the main kernel's tile counter, zeroed by the preprocess
         # the preprocess zeroes the rows no sequence uses, the other kernels write every other row
         dq = self._buffer(self.q_shape, self.dtype)
         dk, dv = (self._buffer(shape, self.dkv_dtype) for shape in (self.dk_shape, self.dv_shape))
@@ -414,12 +417,12 @@ class _VarlenBwdPlan:
         with on_device(self.dev):
             self._launch(self.pre, self.pre_grid, bwd._AUX_THREADS, self.pre_params,
                          zip(self.pre_at, (dout.data_ptr(), out.data_ptr(), lse.data_ptr(), lse_log2, dpsum,
-                                           0 if visits else accum, sems, cu_seqlens_q.data_ptr(), used_q,
+                                           0 if visits else accum, sems, counter, cu_seqlens_q.data_ptr(), used_q,
                                            dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), cu_seqlens_k.data_ptr(),
                                            used_k, maps.data_ptr(), q.data_ptr(), k.data_ptr(), v.data_ptr())),
                          stream, zip(self.maps, (q, k, v, dout)))
             self._launch(self.main, self.main_grid, bwd.THREADS, self.main_params,
-                         zip(self.main_at, (lse_log2, dpsum, accum, sems, dk.data_ptr(), dv.data_ptr(),
+                         zip(self.main_at, (lse_log2, dpsum, accum, sems, dk.data_ptr(), dv.data_ptr(), counter,
                                             cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), used_q, used_k,
                                             maps.data_ptr())), stream)
             self._launch(self.post, self.post_grid, bwd._AUX_THREADS, self.post_params,
