@@ -412,6 +412,19 @@ def stores_first(variant: BwdVariant, deterministic: bool) -> bool:
     return variant.need_dq and (deterministic or dq_claims(variant, deterministic))
 
 
+def work_floats(accum: int, sems: int, rows: int) -> int:
+    """Floats of the backward's work buffer, in order: the f32 dQ accumulator (``accum``), the dQ
+    turn counters or claim words (``sems``, counter_words), lse_log2 and dpsum (``rows`` each), then
+    the main kernel's tile counter (SCHED_WORDS, zeroed by the preprocess)."""
+    return accum + sems + 2 * rows + SCHED_WORDS
+
+
+def work_tail(base: int, accum: int, sems: int, rows: int) -> tuple[int, int, int]:
+    """Addresses of lse_log2, dpsum and the tile counter in the work buffer at ``base`` (work_floats)."""
+    lse_log2 = base + 4 * (accum + sems)
+    return lse_log2, lse_log2 + 4 * rows, lse_log2 + 8 * rows
+
+
 def counter_words(variant: BwdVariant, deterministic: bool, query_blocks: int) -> int:
     """Turn counters or claim words (i32) for ``query_blocks`` query blocks (all (batch, head) pairs), 0
     where neither applies, padded so that what follows them in the work buffer stays 256-byte aligned."""
@@ -628,7 +641,7 @@ class _BwdPlan:
         self.rows = B * Hq * rows_pad                      # lse_log2 and dpsum: one buffer, two halves
         self.accum = B * Hq * rows_pad * variant.kernel_dim if need_dq else 0
         self.sems = counter_words(variant, deterministic, B * Hq * m_blocks)
-        self.work_floats = self.accum + self.sems + 2 * self.rows + SCHED_WORDS
+        self.work_floats = work_floats(self.accum, self.sems, self.rows)
         self.group = (Hk, Hq // Hk)
         # dK is q's head dim wide, dV v's (dkv_f32: per query head in f32, then summed over the group)
         kv_heads = Hq if self.dkv_f32 else Hk
@@ -722,9 +735,7 @@ class _BwdPlan:
         accum = base if self.need_dq else 0
         sems = accum + 4 * self.accum if self.sems else 0
         visits = sems if self.stores_first else 0   # the counters say which blocks got a first tile
-        lse_log2 = base + 4 * (self.accum + self.sems)
-        dpsum = lse_log2 + 4 * self.rows
-        counter = dpsum + 4 * self.rows
+        lse_log2, dpsum, counter = work_tail(base, self.accum, self.sems, self.rows)
         stream = cdriver.stream(launch.stream_handle(self.dev))
         mq, mk, mv, mdo = self.makers
         with on_device(self.dev):

@@ -401,13 +401,11 @@ class _VarlenBwdPlan:
         dout, out = (t.clone(memory_format=torch.contiguous_format) if c else t
                      for c, t in zip(self.copies, (dout, out)))
         stream = launch.stream_handle(self.dev)
-        work = self._buffer((self.accum + self.sems + 2 * self.rows + bwd.SCHED_WORDS,), torch.float32)
+        work = self._buffer((bwd.work_floats(self.accum, self.sems, self.rows),), torch.float32)
         accum = work.data_ptr()
         sems = accum + 4 * self.accum if self.sems else 0
         visits = sems if self.stores_first else 0   # first tiles are stored: the accumulator is not zeroed
-        lse_log2 = accum + 4 * (self.accum + self.sems)
-        dpsum = lse_log2 + 4 * self.rows
-        counter = dpsum + 4 * self.rows   # the main kernel's tile counter, zeroed by the preprocess
+        lse_log2, dpsum, counter = bwd.work_tail(accum, self.accum, self.sems, self.rows)
         # the preprocess zeroes the rows no sequence uses, the other kernels write every other row
         dq = self._buffer(self.q_shape, self.dtype)
         dk, dv = (self._buffer(shape, self.dkv_dtype) for shape in (self.dk_shape, self.dv_shape))
