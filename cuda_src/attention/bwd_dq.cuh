@@ -262,12 +262,10 @@ __device__ __forceinline__ void zero_dq_part(float* dst, int wg) {
 // advances the counters, and at the first turn the warp zeroes the part first.
 // Deterministic mode has one CTA per tile (fa3lite/hopper/bwd.py main_ctas), so the keeper keeps the
 // turns of tile blockIdx.x alone: a tile loop held its index through the turns and spilled it from
-// the producer warpgroup's 32 registers (D = 256 causal). A debug build checks the grid.
+// the producer warpgroup's 32 registers (D = 256 causal). A debug build checks the grid at the
+// kernel's entry (bwd_kernel.cu).
 __device__ __forceinline__ void bwd_dq_turn_keeper(const BwdParams& p, const BwdTile& t, int wg) {
   const bool leader = threadIdx.x % 32 == 0;
-#ifdef FA3LITE_DEBUG
-  if (gridDim.x != static_cast<unsigned>(p.num_tiles)) __trap();
-#endif
   for (int bh = first_pair(p, t), left = tile_heads(t); left > 0; ++bh, --left) {
     for (int v = visit_first(t); v < t.m_end; ++v) {
       const int m = query_block(t, v);

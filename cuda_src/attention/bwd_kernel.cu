@@ -26,7 +26,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
   // every sequence to max_seqlen_k; a key block past its sequence's keys has nothing to compute or
   // write, and leaves before the set-up (an SM runs one CTA at a time).
 #ifdef FA3LITE_DEBUG
-  if (!kPersistent && gridDim.x != static_cast<unsigned>(p.num_tiles)) __trap();   // one CTA per tile
+  // One CTA per tile wherever a CTA takes one tile only, and under deterministic turns, which may
+  // wait for a tile launched later (fa3lite/hopper/bwd.py main_ctas).
+  if ((!kPersistent || p.deterministic) && gridDim.x != static_cast<unsigned>(p.num_tiles)) __trap();
 #endif
   if constexpr (kVarlen) {
     const BwdTile t = bwd_tile(p, blockIdx.x);

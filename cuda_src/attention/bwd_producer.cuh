@@ -1,9 +1,9 @@
 // Producer warpgroup of the backward kernel.
 //   warp 0 (one elected thread), per tile of the CTA (bwd_scheduler.cuh; once a tile's last loads
 //     went out it takes the next tile's index from the counter and hands it to the other roles): K
-//     and V once, then per query block m (ring stage s, round r): wait empty[s] (parity r ^ 1); arm q_full[s] with
-//     the bytes of the Q tile and its lse_log2 row, load both; arm do_full[s] with the bytes of the dO
-//     tile and its dPsum row, load both.
+//     and V once, then per query block m (ring stage s, round r): wait empty[s] (parity r ^ 1); arm
+//     q_full[s] with the bytes of the Q tile and its lse_log2 row, load both; arm do_full[s] with the
+//     bytes of the dO tile and its dPsum row, load both.
 //   Q and dO have separate barriers so S^T = K Q^T can start while dO is in flight. TMA boxes that
 //   reach past the sequence still deliver (and count) the full box, filled with zeros. The stats
 //   rows (1-D bulk copies) are always whole: the preprocess pads them to whole query blocks.
