@@ -376,10 +376,15 @@ def test_main_ctas_persistent_without_turns(monkeypatch, deterministic, persiste
 
 @pytest.mark.parametrize("head_dim", hopper_bwd.HEAD_DIMS)
 @pytest.mark.parametrize("varlen", [False, True])
-def test_persistent_variants_are_d64_without_varlen(head_dim, varlen):
-    """BwdVariant.persistent, and the macro that makes the kernel's kPersistent from it."""
-    v = hopper_bwd.BwdVariant(head_dim, "bf16", True, False, varlen=varlen)
-    assert v.persistent is (v.kernel_dim == 64 and not varlen)
+@pytest.mark.parametrize("causal, dkv_f32, softcap", [(False, False, False), (True, False, False),
+                                                      (True, True, False), (True, False, True),
+                                                      (False, False, True)])
+def test_persistent_variants(head_dim, varlen, causal, dkv_f32, softcap):
+    """BwdVariant.persistent -- D = 64, but not varlen with f32 dK/dV or causal softcap -- and the macro
+    that makes the kernel's kPersistent from it."""
+    v = hopper_bwd.BwdVariant(head_dim, "bf16", causal, dkv_f32, varlen=varlen, softcap=softcap)
+    spills_walking = varlen and (dkv_f32 or (causal and softcap))
+    assert v.persistent is (v.kernel_dim == 64 and not spills_walking)
     assert ("FA3LITE_BWD_PERSISTENT", "1" if v.persistent else "0") in v.spec().defines
 
 

@@ -166,3 +166,26 @@ def test_grouped_heads_backward(monkeypatch, d, hq, hk, causal, deterministic):
             assert all(torch.equal(a, b) for a, b in zip(first, again))
     finally:
         varlen._bwd_plans.clear()
+
+
+@pytest.mark.parametrize("softcap", [0.0, 30.0], ids=["plain", "softcap"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_persistent_backward_walks_sequences(monkeypatch, causal, softcap):
+    """D = 64 varlen backward on three CTAs (FA3LITE_BWD_MAX_CTAS) that take every tile from the
+    counter: tiles of many sequences per CTA, among them padded key blocks past a sequence's keys (no
+    work, no barrier phase) and sequences of length 0 and 1; every gradient by FA3's rule, rows no
+    sequence owns zero. Causal softcap keeps one CTA per tile (BwdVariant.persistent): its grid is
+    asserted to be the whole one."""
+    from fa3lite.hopper import varlen
+    monkeypatch.setenv("FA3LITE_BWD_MAX_CTAS", "3")
+    varlen._bwd_plans.clear()
+    try:
+        draw = torch.Generator().manual_seed(11 + causal)
+        lens_q = torch.randint(0, 260, (12,), generator=draw).tolist() + [1, 0, 700]
+        lens_k = torch.randint(0, 260, (12,), generator=draw).tolist() + [0, 1, 650]
+        check(lens_q, lens_k, hq=4, hk=4, d=64, causal=causal, softcap=softcap, gaps=[2] * 15)
+        plans = list(varlen._bwd_plans.values())
+        walks = not (causal and softcap)
+        assert plans and all((plan.main_grid[0] == 3) == walks for plan in plans), [p.main_grid for p in plans]
+    finally:
+        varlen._bwd_plans.clear()

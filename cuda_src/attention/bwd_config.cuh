@@ -25,7 +25,7 @@ constexpr bool kSoftcap = FA3LITE_SOFTCAP != 0;
 // Packed variable-length sequences (bwd_params.cuh): each CTA loads through maps of its sequence.
 constexpr bool kVarlen = FA3LITE_VARLEN != 0;
 // A CTA walks many tiles (bwd_scheduler.cuh for_each_tile), or takes tile blockIdx.x alone. Host
-// mirror and the measurements behind the choice (D = 64 without varlen): BwdVariant.persistent.
+// mirror and the measurements behind the choice (the D = 64 kernels): BwdVariant.persistent.
 constexpr bool kPersistent = FA3LITE_BWD_PERSISTENT != 0;
 // GQA/MQA: dK/dV are written per query head in f32 and summed over the head group by the host.
 constexpr bool kDkvF32 = FA3LITE_DKV_F32 != 0;
@@ -125,7 +125,6 @@ constexpr bool kDsViaSmem = kNeedDq || kWide;
 constexpr int kDsBuffers = !kDsViaSmem ? 0 : (kDqAllKeys && !kThreeStages ? 2 : 1);   // see the consumers
 constexpr int kPBuffers = (kWide && kNeedDkv) ? kDsBuffers : 0;
 
-static_assert(!(kPersistent && kVarlen), "varlen keeps one CTA per tile (BwdVariant.persistent)");
 static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "backward head dims: 64, 128, 256");
 static_assert(kNeedDq || kNeedDkv, "a backward variant computes dQ, dK/dV or both");
 static_assert(kNeedDkv || !kDkvF32, "f32 dK/dV only in a variant that computes dK/dV");

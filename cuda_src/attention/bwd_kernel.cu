@@ -22,15 +22,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) fa3lite_bwd(const __gr
   const BwdSmem sm{(smem_addr(smem_raw) + kSmemAlign - 1) & ~static_cast<u32>(kSmemAlign - 1)};
   // Each role walks the CTA's tiles after its register move (setmaxnreg), not here: values made
   // before the split live across it, into the producer warpgroup's 24 registers, and NVRTC 13.5
-  // spilled two of them at D = 256 causal (13.0 did not). kVarlen (one tile per CTA): the grid pads
-  // every sequence to max_seqlen_k; a key block past its sequence's keys has nothing to compute or
-  // write, and leaves before the set-up (an SM runs one CTA at a time).
+  // spilled two of them at D = 256 causal (13.0 did not). kVarlen: the grid pads every sequence to
+  // max_seqlen_k; a key block past its sequence's keys has nothing to compute or write. With one tile
+  // per CTA its CTA leaves before the set-up (an SM runs one CTA at a time); persistent CTAs skip such
+  // tiles in their walk (bwd_scheduler.cuh for_each_tile).
 #ifdef FA3LITE_DEBUG
   // One CTA per tile wherever a CTA takes one tile only, and under deterministic turns, which may
   // wait for a tile launched later (fa3lite/hopper/bwd.py main_ctas).
   if ((!kPersistent || p.deterministic) && gridDim.x != static_cast<unsigned>(p.num_tiles)) __trap();
 #endif
-  if constexpr (kVarlen) {
+  if constexpr (kVarlen && !kPersistent) {
     const BwdTile t = bwd_tile(p, blockIdx.x);
     if (t.n_block >= t.n_blocks) return;
   }

@@ -152,11 +152,15 @@ class BwdVariant:
     @property
     def persistent(self) -> bool:
         """Whether the main kernel's CTAs walk many tiles (bwd_config.cuh kPersistent; host: main_ctas):
-        the D = 64 kernels without varlen. Their tiles are short, so a CTA's start is a visible part of
-        one, and walking measured 0.5-8% shorter main kernels (d = 64 causal 16k 5229 -> 4794 us). The
-        wider kernels gained nothing at long sequences and 1-3% at 1k-2k full masks only; varlen's
-        24-register producer warps spilled in the tile loop (benchmarks/RESULTS.md sections 53, 54)."""
-        return self.kernel_dim == 64 and not self.varlen
+        the D = 64 kernels. Their tiles are short, so a CTA's start is a visible part of one, and
+        walking measured 0.5-8% shorter main kernels (d = 64 causal 16k 5229 -> 4794 us). The wider
+        kernels gained nothing at long sequences and 1-3% at 1k-2k full masks only (benchmarks/
+        RESULTS.md sections 53, 54). Varlen with f32 dK/dV or causal softcap stays one tile per CTA:
+        there the dQ writers' tile walk spilled 20-48 bytes in their 24 registers, and 32 (consumers
+        at 232) spilled in the consumers instead."""
+        if self.kernel_dim != 64:
+            return False
+        return not (self.varlen and (self.dkv_f32 or (self.causal and self.softcap)))
 
     @property
     def kernel_dim(self) -> int:
