@@ -4,8 +4,9 @@ an odd length so the last query block is partial; at D = 64 also a causal length
 hopper.bwd.SHORT_RING_M_BLOCKS query blocks, which runs the three-stage ring); then GQA (8 query heads
 on 2 K/V heads) with the head walk forced at these small grids (hopper.bwd GROUPED_MIN_CTAS_PER_SM = 0:
 one CTA sums a K/V head's group); then varlen batches with empty, one-row and odd sequences (the
-preprocess writes each sequence's tensor maps, the main kernel acquires them). Checks every gradient
-is finite.
+preprocess writes each sequence's tensor maps, the main kernel acquires them), GQA's and at D = 64 also
+MHA's (the persistent D = 64 kernels walk a varlen batch's tiles with or without the head walk; run with
+FA3LITE_BWD_MAX_CTAS=2 so that a few CTAs walk them all). Checks every gradient is finite.
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool racecheck python3 tools/race_bwd.py
 """
 import torch
@@ -52,6 +53,8 @@ def main():
     for d in (64, 128, 256):
         for causal in (False, True):
             call_varlen(d, causal, (0, 1, 300, 129))
+    for causal in (False, True):   # the D = 64 varlen backward walks tiles without the head walk too (MHA)
+        call_varlen(64, causal, (0, 1, 300, 129), heads_q=4, heads_kv=4)
 
 
 if __name__ == "__main__":
