@@ -165,12 +165,16 @@ __device__ __forceinline__ BwdTile bwd_tile(const BwdParams& p, unsigned idx) {
 // Hand-off of the CTA's k-th next tile (k = 0: its second), slot k % 2 of sm.sched:
 //   producer: [k >= 2: wait sched_empty(k % 2), parity (k / 2 - 1) % 2] st.shared the index;
 //             arrive sched_full(k % 2) (release: the store is seen by whoever completes the wait)
-//   readers:  wait sched_full(k % 2), parity (k / 2) % 2; ld.shared; one arrival per warp on
-//             sched_empty(k % 2) once the whole warp has read it
-// The readers are the consumer warps and the dQ writers (kSchedReaders); the index past the last tile
+//   readers:  wait sched_full(k % 2), parity (k / 2) % 2; ld.shared; arrive sched_empty(k % 2):
+//             every reading thread, so each read is ordered before the next store into the slot by
+//             its own arrival. (With one arrival per warp after __syncwarp, racecheck flagged the
+//             other lanes' reads against that store wherever nothing else lay between two stores: a
+//             varlen walk over tiles with no keys, benchmarks/RESULTS.md section 55. Elsewhere the
+//             consumers' kv_empty arrivals in between hid it.)
+// The readers are the consumer warps and the dQ writers (kSchedReaders threads); the index past the last tile
 // (>= p.num_tiles) ends every role's walk. Deterministic turns have one CTA per tile: the producer
 // publishes once (the end) and the turn keepers, which walk tile blockIdx.x alone, read nothing.
-constexpr u32 kSchedReaders = kConsumerThreads / 32 + ((kNeedDq && !kWide) ? kDqBuffers : 0);
+constexpr u32 kSchedReaders = kConsumerThreads + ((kNeedDq && !kWide) ? 32 * kDqBuffers : 0);   // threads
 
 __device__ __forceinline__ void publish_next_tile(const BwdParams& p, const BwdSmem& sm, int k) {
   const int next = static_cast<int>(grid::ctas_here()) + gmem::atom_relaxed_add(p.tile_counter, 1);
@@ -183,8 +187,7 @@ __device__ __forceinline__ void publish_next_tile(const BwdParams& p, const BwdS
 __device__ __forceinline__ int take_next_tile(const BwdSmem& sm, int k) {
   mbar::wait(sm.sched_full(k & 1), (k >> 1) & 1);
   const int idx = static_cast<int>(smem::ld_u32(sm.sched(k & 1)));
-  __syncwarp();
-  if (threadIdx.x % 32 == 0) mbar::arrive(sm.sched_empty(k & 1));
+  mbar::arrive(sm.sched_empty(k & 1));
   return idx;
 }
 
