@@ -190,3 +190,28 @@ def test_stage_fa4_parts_default_fits_the_carry_limit(tmp_path):
     _fake_peers(repo, 1_000_000, 1_000_000, 100_000)
     subprocess.run(["bash", str(ROOT / "tools" / "stage_fa4_parts.sh")], cwd=repo, check=True, capture_output=True)
     assert [p.name for p in (repo / ".peers").glob("p[0-9]*")] == ["p1"]
+
+
+def test_timeline_round_runs_each_tree_in_order(tmp_path):
+    """tools/timeline_round.sh: per cell, every tree in the listed order (a repeated tag runs again), each
+    from its own root with its own PYTHONPATH and compile cache; each run appended to its tag's file
+    and its whole-call and kernel lines echoed (a fake python3 stands in for tools/call_timeline.py)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text('#!/bin/bash\necho "root $PWD path $PYTHONPATH cache $FA3LITE_CACHE_DIR args $*"\n'
+                                  'echo "cold: 557.4 us a call"\necho "   20 x  449.1 us  fa3lite_bwd"\n')
+    (fake / "python3").chmod(0o755)
+    old = tmp_path / "old"
+    old.mkdir()
+    out = tmp_path / "out"
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "OUT": str(out)}
+    run = subprocess.run(["bash", str(ROOT / "tools" / "timeline_round.sh"), f"old={old} new=. old={old}",
+                          "64 1024 1", "128 4096 0"], capture_output=True, text=True, env=env, check=True)
+    lines = run.stdout.splitlines()
+    assert [line.split()[:4] for line in lines] == [[tag, *cell.split()] for cell in ("64 1024 1", "128 4096 0")
+                                                    for tag in ("old", "new", "old")]
+    assert all("rc=0" in line and "a call" in line and "fa3lite_bwd" in line for line in lines)
+    text = (out / "timeline_old_64_1024_1.txt").read_text()
+    assert text.count(f"root {old} path {old} cache /tmp/fa3c_old args ") == 2
+    assert text.count("call_timeline.py 64 1024 1 bwd") == 2
+    assert f"root {ROOT} path {ROOT}" in (out / "timeline_new_128_4096_0.txt").read_text()

@@ -20,7 +20,6 @@
 #      previous visit after issuing the next one's reduce) is the next step then.
 set -u
 export PYTHONUNBUFFERED=1
-repo=$PWD
 if [ "${1:-}" = a ]; then
   PYTHONPATH=$PWD FA3LITE_DEBUG=1 FA3LITE_CACHE_DIR=/tmp/fa3c_dbg timeout 130 python3 -m pytest -q -x \
     -p no:cacheprovider tests/test_bwd_gpu.py > $OUT/debug_bwd.log 2>&1
@@ -42,14 +41,5 @@ ROOT=$OUT
 OUT=$ROOT/ab AB_TREES="before=_vo fold=." timeout 300 bash tools/ab_round.sh 3 --head-dim 64 \
   --seqlen 1k,4k,16k --mode bwd,det --soak-ms 200 > $ROOT/ab.log 2>&1; echo "ab rc=$?"
 cat $ROOT/ab/ab_summary.txt
-run() {  # tag root cell...
-  local tag=$1 root=$(cd "$2" && pwd); shift 2
-  local name="$*"
-  local f="$ROOT/timeline_${tag}_${name// /_}.txt"
-  (cd $root && PYTHONPATH=$root FA3LITE_CACHE_DIR=/tmp/fa3c_$tag timeout 40 python3 $repo/tools/call_timeline.py "$@" bwd) >> $f 2>&1
-  echo "$tag $* rc=$? $(grep -E 'a call|fa3lite_bwd' $f | tail -n 8 | tr -s ' ' | tr '\n' '|')"
-}
-for cell in "64 1024 1" "64 1024 0"; do
-  for t in "before _vo" "fold ." "fold ." "before _vo"; do run $t $cell; done
-done
+OUT=$ROOT bash tools/timeline_round.sh "before=_vo fold=. fold=. before=_vo" "64 1024 1" "64 1024 0"
 cd $ROOT && tar -czf logs_b.tgz ab.log ab timeline_*.txt && rm -rf ab timeline_*.txt
