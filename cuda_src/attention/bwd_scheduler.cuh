@@ -171,8 +171,8 @@ __device__ __forceinline__ BwdTile bwd_tile(const BwdParams& p, unsigned idx) {
 //             other lanes' reads against that store wherever nothing else lay between two stores: a
 //             varlen walk over tiles with no keys, benchmarks/RESULTS.md section 55. Elsewhere the
 //             consumers' kv_empty arrivals in between hid it.)
-// The readers are the consumer warps and the dQ writers (kSchedReaders threads); the index past the last tile
-// (>= p.num_tiles) ends every role's walk. Deterministic turns have one CTA per tile: the producer
+// The readers are the consumer warps and the dQ writers (kSchedReaders threads); the index past the
+// last tile (>= p.num_tiles) ends every role's walk. Deterministic turns have one CTA per tile: the producer
 // publishes once (the end) and the turn keepers, which walk tile blockIdx.x alone, read nothing.
 constexpr u32 kSchedReaders = kConsumerThreads + ((kNeedDq && !kWide) ? 32 * kDqBuffers : 0);   // threads
 
