@@ -231,3 +231,11 @@ def test_a_varlen_forward_hands_the_driver_a_blank_o_map_and_its_addresses(monke
     assert head[:3] == tuple(_map_of(t.data_ptr()) for t in (q, k, v))
     assert head[3] == bytes(128)
     assert head[4] == lse.data_ptr() and head[7] == out.data_ptr() and head[8] == cu.data_ptr()
+
+
+def test_the_work_buffer_layout():
+    """bwd.work_floats / work_tail, which both backward plans use: the accumulator, the counters (address
+    0 where there are none), lse_log2, dpsum, then the tile counter, back to back in floats."""
+    assert bwd.work_floats(100, 64, 10) == 100 + 64 + 20 + bwd.SCHED_WORDS
+    assert bwd.work_tail(4096, 100, 64, 10) == (4096 + 400, 4096 + 656, 4096 + 696, 4096 + 736)
+    assert bwd.work_tail(4096, 100, 0, 10) == (0, 4096 + 400, 4096 + 440, 4096 + 480)

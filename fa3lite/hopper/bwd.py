@@ -423,10 +423,11 @@ def work_floats(accum: int, sems: int, rows: int) -> int:
     return accum + sems + 2 * rows + SCHED_WORDS
 
 
-def work_tail(base: int, accum: int, sems: int, rows: int) -> tuple[int, int, int]:
-    """Addresses of lse_log2, dpsum and the tile counter in the work buffer at ``base`` (work_floats)."""
+def work_tail(base: int, accum: int, sems: int, rows: int) -> tuple[int, int, int, int]:
+    """Addresses of the turn counters or claim words (0 where there are none), lse_log2, dpsum and the
+    tile counter in the work buffer at ``base`` (work_floats)."""
     lse_log2 = base + 4 * (accum + sems)
-    return lse_log2, lse_log2 + 4 * rows, lse_log2 + 8 * rows
+    return (base + 4 * accum if sems else 0), lse_log2, lse_log2 + 4 * rows, lse_log2 + 8 * rows
 
 
 def counter_words(variant: BwdVariant, deterministic: bool, query_blocks: int) -> int:
@@ -737,9 +738,8 @@ class _BwdPlan:
             work = self._buffer(lse, (self.work_floats,))   # lse: float32
             base = work.data_ptr()
         accum = base if self.need_dq else 0
-        sems = accum + 4 * self.accum if self.sems else 0
+        sems, lse_log2, dpsum, counter = work_tail(base, self.accum, self.sems, self.rows)
         visits = sems if self.stores_first else 0   # the counters say which blocks got a first tile
-        lse_log2, dpsum, counter = work_tail(base, self.accum, self.sems, self.rows)
         stream = cdriver.stream(launch.stream_handle(self.dev))
         mq, mk, mv, mdo = self.makers
         with on_device(self.dev):

@@ -403,9 +403,8 @@ class _VarlenBwdPlan:
         stream = launch.stream_handle(self.dev)
         work = self._buffer((bwd.work_floats(self.accum, self.sems, self.rows),), torch.float32)
         accum = work.data_ptr()
-        sems = accum + 4 * self.accum if self.sems else 0
+        sems, lse_log2, dpsum, counter = bwd.work_tail(accum, self.accum, self.sems, self.rows)
         visits = sems if self.stores_first else 0   # first tiles are stored: the accumulator is not zeroed
-        lse_log2, dpsum, counter = bwd.work_tail(accum, self.accum, self.sems, self.rows)
         # the preprocess zeroes the rows no sequence uses, the other kernels write every other row
         dq = self._buffer(self.q_shape, self.dtype)
         dk, dv = (self._buffer(shape, self.dkv_dtype) for shape in (self.dk_shape, self.dv_shape))
