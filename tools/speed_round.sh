@@ -2,6 +2,7 @@
 # One device round for kernel speed (issues 8, 9), logs in $OUT. Steps, in the order given:
 #   tests     gpu_tests.log: the GPU test suite (-m gpu), release build
 #   debug     debug_tests.log: FA3LITE_DEBUG=1 (bounded mbarrier waits trap) over DEBUG_TESTS, -k DEBUG_K
+#             (unset: causal; set empty: every test)
 #   det       det_stress.log: tools/det_stress.py --head-dim DET_DIMS --runs 20 (bitwise determinism)
 #   sanitize  san_<tool>_fwd.log / san_<tool>_bwd.log: compute-sanitizer SANITIZE_TOOLS over
 #             tools/fwd_sanitize.py and tools/sanitize_grid.py --quick
@@ -62,7 +63,7 @@ for step in $steps; do
         > "$OUT/bench.log" 2>&1; echo "== bench rc=$?" ;;
     debug)
       FA3LITE_DEBUG=1 timeout "${DEBUG_LIMIT:-150}" python3 -m pytest -q -x -p no:cacheprovider \
-        ${DEBUG_TESTS:-tests/test_fwd_gpu.py tests/test_bwd_gpu.py} -k "${DEBUG_K:-causal}" > "$OUT/debug_tests.log" 2>&1
+        ${DEBUG_TESTS:-tests/test_fwd_gpu.py tests/test_bwd_gpu.py} -k "${DEBUG_K-causal}" > "$OUT/debug_tests.log" 2>&1
       echo "== debug tests rc=$? $(tail -n 1 "$OUT/debug_tests.log")" ;;
     det)
       timeout 60 python3 tools/det_stress.py --head-dim "${DET_DIMS:-64,128,256}" --runs 20 \

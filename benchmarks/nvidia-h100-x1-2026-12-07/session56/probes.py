@@ -17,13 +17,14 @@ NO_COUNT = ("  if (blk < 0) return;\n", "  if (blk < 0 || blk >= 0) return;\n")
 PUSH = ", -1) == 1) push_folded(sm, blk);"
 PUSH_NEVER = ", -1) == 1 && blk < 0) push_folded(sm, blk);"
 CONVERT_NEVER = ("    convert_folded(p, sm, blk);\n", "    if (blk == -7) convert_folded(p, sm, blk);\n")
+RELAXED = (FENCE_ATOM, "  if (gmem::atom_relaxed_add(")
 WAIT = ("    if (!first) tma::wait_group<2>();\n", "")
 PROBES = {
-    "_vd1": [(FENCE_ATOM, "  if (gmem::atom_relaxed_add(")],
+    "_vd1": [RELAXED],
     "_vd2": [NO_COUNT],
     "_vd3": [NO_COUNT, WAIT],
-    "_vd4": [(FENCE_ATOM, "  if (gmem::atom_relaxed_add("), (PUSH, PUSH_NEVER)],
-    "_vd5": [(FENCE_ATOM, "  if (gmem::atom_relaxed_add("), CONVERT_NEVER],
+    "_vd4": [RELAXED, (PUSH, PUSH_NEVER)],
+    "_vd5": [RELAXED, CONVERT_NEVER],
 }
 
 for tree, edits in PROBES.items():
