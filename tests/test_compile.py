@@ -7,8 +7,8 @@ import pytest
 
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
 from fa3lite.runtime import cache
-from fa3lite.runtime.inspect import (instructions, kernel_info, mask_run_compares, mask_select_runs, opcode_counts,
-                                     overlap_window, sass_text, spec_info)
+from fa3lite.runtime.inspect import (instructions, kernel_info, longest_chain, mask_run_compares, mask_select_runs,
+                                     opcode_counts, overlap_window, sass_text, spec_info)
 from fa3lite.hopper.combine import all_combine_variants
 from fa3lite.variants import (FWD_PARAMS, FWD_TILES, SOFTCAP_MAX_BLOCK_N, SOFTCAP_TILES, FwdTile, FwdVariant,
                               all_fwd_variants, fwd_tile, split_tile, varlen_tile)
@@ -72,6 +72,22 @@ def test_fwd_variant_resources_and_sass(variant):
     runs = mask_select_runs(ops_guarded)
     assert runs and all(r >= variant.block_n // 2 for r in runs), runs
     assert all(compares <= 8 for _, compares in mask_run_compares(ops_guarded)), mask_run_compares(ops_guarded)
+    # each row's max over a key block in independent chains (softmax.cuh block_max): one running max
+    # a row made a chain as long as the row's block_n / 4 scores (34 FMNMX deep at block_n = 128)
+    chain = longest_chain(ops_guarded, "FMNMX")
+    assert chain <= variant.block_n // 16 + 6, chain
+
+
+def test_longest_chain_follows_registers_within_a_run():
+    serial = ["FMNMX R2, R1, R10, !PT", "FMNMX R3, R2, R11, !PT", "FMNMX R4, R3, R12, !PT"]
+    tree = ["FMNMX R2, R1, R10, !PT", "FMNMX R3, R5, R11, !PT", "FMNMX R4, R2, R3, !PT"]
+    assert longest_chain(serial, "FMNMX") == 3
+    assert longest_chain(tree, "FMNMX") == 2
+    # a branch ends the run, another instruction writing a link ends the chain through it
+    assert longest_chain(serial[:2] + ["@!P0 BRA 0x100"] + serial[2:], "FMNMX") == 2
+    assert longest_chain(serial[:2] + ["MOV R3, R9"] + serial[2:], "FMNMX") == 2
+    # a store's first register is its address, a compare writes a predicate: neither ends a chain
+    assert longest_chain(serial[:2] + ["STS [R3], R9", "FSETP.GT.AND P0, PT, R3, R9, PT"] + serial[2:], "FMNMX") == 3
 
 
 def assert_exp2s_under_the_pv_gemm(variant, ops):

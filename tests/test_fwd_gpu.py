@@ -187,6 +187,24 @@ def test_out_of_bounds_rows_never_written_inside_a_larger_buffer(monkeypatch):
     check_rule(out, ref, pt, ATOL_OUT, "out")
 
 
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("nan_key", range(296, 304))
+def test_a_nan_key_makes_every_row_that_sees_it_nan(d, nan_key):
+    # A NaN score must reach its row's output whatever path its row max, exponent and row sum take
+    # (softmax.cuh); the eight keys put it at every position of a thread's 8-column score group.
+    # Rows before the key never see it (causal) and stay exact, as does the other head.
+    torch.manual_seed(nan_key)
+    S, H = 700, 2
+    q, k, v = (rand(1, S, H, d, dtype=torch.bfloat16) for _ in range(3))
+    k[0, nan_key, 1] = float("nan")
+    out, lse = hopper.forward(q, k, v, d ** -0.5, True, 0)
+    assert torch.isnan(out[0, nan_key:, 1]).all(), "a row that sees the NaN key is not NaN"
+    assert not torch.isnan(out[0, :nan_key]).any() and not torch.isnan(out[0, :, 0]).any(), "NaN past its rows"
+    ref, _ = math_attention(q[:, :nan_key], k[:, :nan_key], v[:, :nan_key], d ** -0.5, True, 0, torch.float32)
+    pt, _ = math_attention(q[:, :nan_key], k[:, :nan_key], v[:, :nan_key], d ** -0.5, True, 0, q.dtype)
+    check_rule(out[:, :nan_key], ref, pt, ATOL_OUT, "out")
+
+
 def test_bitwise_deterministic():
     torch.manual_seed(8)
     q, k, v = (rand(2, 1000, 8, 128, dtype=torch.bfloat16) for _ in range(3))

@@ -34,13 +34,40 @@ struct OnlineSoftmax {
     }
   }
 
+  // Each row's max over this block's scores and the running max, reduced in kMaxChains independent
+  // chains. One chain of N/4 dependent FMNMX per row kept the softmax's first phase waiting on its
+  // own results: in ncu's stall samples of the d = 128 full and d = 64 causal 16k forwards FMNMX
+  // held 14-15% of the samples, 4-5 points of them fixed-latency waits (benchmarks/RESULTS.md section
+  // 57). Same count of FMNMX, a chain of N/4/kMaxChains + log2(kMaxChains) + 1. The max is exact, so
+  // the order changes no result.
+  static constexpr int kMaxChains = 4;   // a power of two
+  template <int N>
+  __device__ __forceinline__ void block_max(const float (&s)[N / 2], float (&mx)[2]) const {
+    static_assert(N / 4 >= kMaxChains, "each chain starts from one of the row's scores");
+    float part[2][kMaxChains];
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      const int k = ((i >> 2) * 2 + (i & 1));   // position of entry i among its row's N/4 entries
+      float& c = part[frag::half(i)][k % kMaxChains];
+      c = k < kMaxChains ? s[i] : fmaxf(c, s[i]);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int w = kMaxChains / 2; w > 0; w /= 2) {
+#pragma unroll
+        for (int k = 0; k < w; ++k) part[h][k] = fmaxf(part[h][k], part[h][k + w]);
+      }
+      mx[h] = fmaxf(row_max[h], part[h][0]);
+    }
+  }
+
   // Turns S into P in place and gives the factors the O accumulator's rows must be scaled by.
   // Returns whether any factor differs from 1 (O needs the rescale).
   template <int N>
   __device__ __forceinline__ bool update(float (&s)[N / 2], float scale_log2, float (&corr)[2]) {
-    float mx[2] = {row_max[0], row_max[1]};
-#pragma unroll
-    for (int i = 0; i < N / 2; ++i) mx[frag::half(i)] = fmaxf(mx[frag::half(i)], s[i]);
+    float mx[2];
+    block_max<N>(s, mx);
     float offset[2];
     bool rescale = false;
 #pragma unroll

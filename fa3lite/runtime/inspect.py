@@ -76,14 +76,15 @@ _NEG_INF_BITS = (", -0x800000", ", 0xff800000")   # -inf as a move's immediate (
 _FLOW = ("BRA", "BSSY", "BSYNC", "EXIT", "RET", "CALL", "WARPSYNC", "BAR", "SYNCS")
 
 
-def _straight_runs(ops: list[str]):
+def _straight_runs(ops: list[str], also: tuple[str, ...] = ()):
     """The bodies (guards dropped) of `instructions(sass, guards=True)`' output in straight runs, split
-    at every branch, convergence point or barrier; with each, whether each instruction was guarded."""
+    at every branch, convergence point or barrier (and at opcodes starting with one of ``also``); with
+    each, whether each instruction was guarded."""
     run = []
     for op in ops:
         guarded = op.startswith("@")
         body = op.split(None, 1)[1] if guarded else op
-        if body.startswith(_FLOW):
+        if body.startswith(_FLOW + also):
             if run:
                 yield run
             run = []
@@ -117,6 +118,31 @@ def mask_run_compares(ops: list[str]) -> list[tuple[int, int]]:
         if selects:
             out.append((selects, sum(b.startswith("ISETP") for _, b in run)))
     return out
+
+
+# Opcodes whose first register operand is not a register they write: stores and reductions (an
+# address), compares (they write predicates). A wgmma writes a whole range of registers: runs split there.
+_NO_REGISTER_WRITTEN = ("ST", "RED", "ATOM", "ISETP", "FSETP", "DSETP", "HSETP2")
+
+
+def longest_chain(ops: list[str], opcode: str) -> int:
+    """Of `instructions(sass, guards=True)`' output: the longest chain of ``opcode`` instructions (the
+    bare opcode, e.g. 'FMNMX') each reading a register the one before wrote, within a straight run
+    (split as mask_select_runs does, and at each wgmma). A reduction kept in one running value is
+    one chain as long as its inputs; independent partial results make it short. Any other
+    instruction that writes a register ends the chain through it: it may under-count, never over."""
+    best = 0
+    for run in _straight_runs(ops, also=("HGMMA", "WARPGROUP")):
+        depth: dict[str, int] = {}
+        for _, body in run:
+            name, _, args = body.partition(" ")
+            regs = re.findall(r"\bR\d+\b", args)
+            if not regs or name.startswith(_NO_REGISTER_WRITTEN):
+                continue
+            link = name.split(".")[0] == opcode
+            depth[regs[0]] = 1 + max((depth.get(r, 0) for r in regs[1:]), default=0) if link else 0
+            best = max(best, depth[regs[0]])
+    return best
 
 
 def opcode_counts(sass: str) -> dict[str, int]:
