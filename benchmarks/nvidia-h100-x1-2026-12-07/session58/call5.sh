@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 58, call 5 (RESULTS section 58): the code that landed (1652950: HEAD + the row max in four
+# Session 58, call 5 -- NOT RUN: the device refused the start (too little device time left). Prepared
+# for the next session (RESULTS section 58): the code that landed (1652950: HEAD + the row max in four
 # chains + the NaN-key test), checked as it is: debug forward tests (bounded waits, NaN-poisoned
 # outputs), then the release kv-cache tests (the split-KV kernel's softmax; call 3 ran the varlen
 # and feature tests on the same block_max). No carry.
