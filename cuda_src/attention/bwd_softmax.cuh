@@ -89,7 +89,7 @@ __device__ __forceinline__ void probs_transposed(float (&st)[N / 2], const BwdPa
                                                  int query0) {
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) {
-    st[i] = kSoftcap ? math::tanh(st[i] * p.softcap_scale) : fmaf(st[i], p.scale_log2, -lse[2 * (i >> 2) + (i & 1)]);
+    st[i] = kSoftcap ? math::tanh(st[i] * p.softcap_scale) : fmaf(st[i], p.scale_log2, -lse[frag::entry(i)]);
   }
   if (masked) hide_invisible<N>(st, mk, key_row0, query0 + frag::col_base(tid));
   if constexpr (!kSoftcap && Exp2) {
@@ -123,7 +123,7 @@ __device__ __forceinline__ void dscores_transposed(float (&pt)[N / 2], float (&d
     }
   } else {
 #pragma unroll
-    for (int i = 0; i < N / 2; ++i) dpt[i] = pt[i] * (dpt[i] - dpsum[2 * (i >> 2) + (i & 1)]);
+    for (int i = 0; i < N / 2; ++i) dpt[i] = pt[i] * (dpt[i] - dpsum[frag::entry(i)]);
   }
 }
 

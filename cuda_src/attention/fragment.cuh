@@ -12,6 +12,8 @@ __device__ __forceinline__ int row_base(int tid) { return 16 * (tid / 32) + (tid
 __device__ __forceinline__ int col_base(int tid) { return 2 * (tid % 4); }
 __host__ __device__ constexpr int half(int i) { return (i >> 1) & 1; }
 __host__ __device__ constexpr int col(int i) { return 8 * (i >> 2) + (i & 1); }
+// Position of value i among its row's N/4 values (the half's k-th entry, left to right).
+__host__ __device__ constexpr int entry(int i) { return 2 * (i >> 2) + (i & 1); }
 
 // Sets to -inf the entries outside their row's visible columns: entry i (half h) stays iff
 // lo[h] <= col(i) <= hi[h], columns counted from the thread's col_base (any 32-bit bounds). Each
@@ -70,7 +72,7 @@ template <int N>
 __device__ __forceinline__ void hide_bits(float (&s)[N / 2], const VisibleBits<N>& b) {
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) {
-    const int k = 2 * (i >> 2) + (i & 1);
+    const int k = entry(i);
     const bool visible = (b.w[half(i)][k / 32] >> (k % 32)) & 1u;
     s[i] = visible ? s[i] : math::neg_inf();
   }

@@ -47,7 +47,7 @@ struct OnlineSoftmax {
     float part[2][kMaxChains];
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) {
-      const int k = ((i >> 2) * 2 + (i & 1));   // position of entry i among its row's N/4 entries
+      const int k = frag::entry(i);
       float& c = part[frag::half(i)][k % kMaxChains];
       c = k < kMaxChains ? s[i] : fmaxf(c, s[i]);
     }
