@@ -93,11 +93,39 @@ def test_ab_summary_groups_by_each_tools_own_fields(tmp_path, capsys):
     assert any(line.startswith("lengths=5,7 kind=varlen:") and "after    42.0 (1.000)" in line for line in lines)
 
 
-def _ncu_stalls():
-    spec = importlib.util.spec_from_file_location("ncu_stalls", ROOT / "tools" / "ncu_stalls.py")
+def _load_tool(name):
+    """tools/<name>.py as a module (tools/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     return tool
+
+
+def _ncu_stalls():
+    return _load_tool("ncu_stalls")
+
+
+def test_best_peer_ratios_takes_the_better_peer_per_cell(tmp_path):
+    """tools/best_peer_ratios.py: fa3lite over the faster of cuDNN and FA4 in each cell, the
+    deterministic backward over the default one, failed rows ignored, the cells at >= 1.05 counted."""
+    import csv
+
+    path = tmp_path / "results.csv"
+    rows = [("fa3lite", "fwd", 128, "full", 1024, "ok", 530.0), ("cudnn", "fwd", 128, "full", 1024, "ok", 500.0),
+            ("fa4", "fwd", 128, "full", 1024, "ok", 520.0), ("fa3lite", "fwd", 128, "full", 4096, "ok", 600.0),
+            ("cudnn", "fwd", 128, "full", 4096, "ok", 560.0), ("fa4", "fwd", 128, "full", 4096, "error", 900.0),
+            ("fa3lite", "bwd", 64, "causal", 1024, "ok", 300.0), ("fa3lite_det", "bwd", 64, "causal", 1024, "ok", 270.0),
+            ("cudnn", "bwd", 64, "causal", 1024, "ok", 310.0), ("fa4", "bwd", 64, "causal", 1024, "ok", 250.0)]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["impl", "head_dim", "mask", "seqlen", "mode", "status", "tflops"])
+        for impl, mode, d, mask, seqlen, status, tflops in rows:
+            w.writerow([impl, d, mask, seqlen, mode, status, tflops])
+    assert _load_tool("best_peer_ratios").lines(path) == [
+        "fwd 128 full 1.019 (530/520 FA4) | 1.071 (600/560 cuDNN)",
+        "bwd 64 causal 0.968 (300/310 cuDNN) det 0.900",
+        "cells >= 1.05: {'fwd': 1, 'bwd': 0} of {'fwd': 2, 'bwd': 1}",
+    ]
 
 
 def test_ncu_stalls_reads_a_source_page(tmp_path):

@@ -13,7 +13,9 @@ PEERS = {"cudnn": "cuDNN", "fa4": "FA4"}
 BAR = 1.05
 
 
-def main(path):
+def lines(path):
+    """The report as a list of lines (see the module docstring)."""
+    out = []
     tflops = collections.defaultdict(dict)
     for r in csv.DictReader(open(path)):
         if r["status"] == "ok":
@@ -34,9 +36,10 @@ def main(path):
             if mode == "bwd" and "fa3lite_det" in t:
                 part += f" det {t['fa3lite_det'] / t['fa3lite']:.3f}"
             parts.append(part)
-        print(mode, d, mask, " | ".join(parts))
-    print(f"cells >= {BAR}: {dict(reached)} of {dict(cells)}")
+        out.append(f"{mode} {d} {mask} " + " | ".join(parts))
+    out.append(f"cells >= {BAR}: {dict(reached)} of {dict(cells)}")
+    return out
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    print("\n".join(lines(sys.argv[1])))

@@ -110,6 +110,10 @@ for step in $steps; do
           --time-budget 110 --out "$OUT/final/fp16" > "$OUT/final/fp16.log" 2>&1
         echo "== final fp16 rc=$?" ;;
       esac
+      # the ratio to the better peer per cell, in the call's output and beside the archive
+      for f in "$OUT"/final/*/results.csv; do
+        [ -f "$f" ] && python3 tools/best_peer_ratios.py "$f" | tee "$OUT/ratios_$(basename "$(dirname "$f")").txt"
+      done
       # one file: the device tool brings back at most eight
       tar czf "$OUT/final.tgz" -C "$OUT" final && rm -rf "$OUT/final" ;;
     peers_a)
