@@ -95,7 +95,10 @@ for step in $steps; do
         timeout 100 ncu -i "/tmp/$tag.ncu-rep" --page source --csv --print-source sass 2>> "$OUT/$tag.log" \
           | gzip -c > "$OUT/$tag.csv.gz"
         echo "== ncu $c: $(grep -E 'duration|hmma' "$OUT/ncu_metrics.txt" | tail -n 2 | tr -s ' ' | tr '\n' ' ')"
-      done ;;
+      done
+      # every case's kernels and metrics, in the call's output
+      grep -E "CASE|fa3lite_|kernel_cutlass|duration|hmma|issue_active|inst_executed |lts__t|pipe_xu|elapsed.avg" \
+        "$OUT/ncu_metrics.txt" | head -n 120 ;;
     final)
       mkdir -p "$OUT/final"
       case " ${FINAL_DTYPES:-bf16 fp16} " in *" bf16 "*)
