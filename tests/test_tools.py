@@ -128,6 +128,27 @@ def test_best_peer_ratios_takes_the_better_peer_per_cell(tmp_path):
     ]
 
 
+def test_fa4_sass_finds_the_consumer_loop_in_both_listings():
+    """tools/fa4_sass.py: the shortest guarded backward branch around >= 8 wgmma is the loop, whether
+    the target is an address (cuobjdump) or a label (CuTe DSL); an mbarrier retry and a stub's
+    unconditional return are not loops."""
+    tool = _load_tool("fa4_sass")
+    hgmma = "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24 ;"
+    body = "".join(f"        /*{0x100 + 16 * i:04x}*/  {hgmma}\n" for i in range(8))
+    cute = (".L_x_1:\n" + body +
+            "        /*0180*/  FADD R1, R2, R3 ;\n"
+            "        /*0190*/  SYNCS.PHASECHK.TRANS64 P0, [UR4], R0 ;\n"
+            "        /*01a0*/  @!P0 BRA `(.L_x_1) ;\n"      # a retry: not the loop
+            "        /*01b0*/  @P1 BRA `(.L_x_1) ;\n"
+            "        /*01c0*/  BRA `(.L_x_1) ;\n")          # a stub's return: not the loop
+    loop = tool.consumer_loop(tool.parse(cute))
+    assert len(loop) == 12 and loop[-1] == "BRA `(.L_x_1)" and sum(op.startswith("HGMMA") for op in loop) == 8
+    objdump = body + "        /*0180*/  @P0 BRA 0x100 ;\n        /*0190*/  EXIT ;\n"
+    assert [tool.opcode(t) for t in tool.consumer_loop(tool.parse(objdump))] == ["HGMMA.64x128x16.F32.BF16"] * 8 + ["BRA"]
+    assert tool.consumer_loop(tool.parse(body)) == []
+    assert tool.folded(["A", "A", "B", "A"]) == "A x2, B, A"
+
+
 def test_ncu_stalls_reads_a_source_page(tmp_path):
     """tools/ncu_stalls.py: shares of the samples, the three largest stall reasons, small instructions
     left out unless they are sync points (a barrier with no samples still shows)."""
