@@ -23,9 +23,10 @@ import sys
 import tempfile
 import types
 
+from fa3lite.runtime.inspect import split_line
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SITE = ROOT / ".peers" / "cpu_site"
-_INSTR = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?);")
 _LABEL = re.compile(r"^\s*(\.L_x_\d+):")
 _TARGET = re.compile(r"BRA\s+(?:0x([0-9a-f]+)|`\((\.L_x_\d+)\))")
 _RETRY = ("SYNCS.PHASECHK", "NANOSLEEP")   # an mbarrier wait's retry branch, not a loop of the algorithm
@@ -41,20 +42,19 @@ def parse(sass: str) -> list[tuple[int, str, int | None]]:
         if m:
             pending.append(m.group(1))
             continue
-        m = _INSTR.match(line)
-        if m:
-            addr = int(m.group(1), 16)
-            labels.update((name, addr) for name in pending)
+        row = split_line(line)
+        if row:
+            labels.update((name, row[0]) for name in pending)
             pending = []
-            rows.append((addr, m.group(2).strip()))
+            rows.append(row)
     out = []
-    for addr, text in rows:
+    for addr, guard, text in rows:
         target = None
         t = _TARGET.search(text)
-        if t:
+        if t and guard:
             target = int(t.group(1), 16) if t.group(1) else labels.get(t.group(2))
-            target = target if target is not None and target <= addr and text.startswith("@") else None
-        out.append((addr, re.sub(r"^@!?U?P\w+\s+", "", text), target))
+            target = target if target is not None and target <= addr else None
+        out.append((addr, text, target))
     return out
 
 

@@ -183,39 +183,13 @@ __device__ __forceinline__ void store_rows(const FwdParams& p, const Tile& t, co
   }
 }
 
-__device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& sm, const Tile& t, const Seq& sq,
-                                             int wg, int tid, const float (&o)[kHeadDim / 2], const float (&inv)[2],
-                                             const float (&lse)[2], bool has_keys) {
-  if constexpr (kSplit) {
-    if (p.num_splits > 1) {   // one tile per CTA: no buffer hand-off to keep (as for kVarlen below)
-      write_partial(p, t, sq, wg, tid, o, inv, lse);
-      return;
-    }
-  }
-  const u32 wg_bar = static_cast<u32>(NamedBarrier::kEpilogueWg0) + wg;
-  if (kSeparateO && !kVarlen && tid == 0) tma::wait_group_read<0>();   // the previous tile's O has left sO
-  if constexpr (!kDirectO) named_barrier::sync(wg_bar, kWarpgroupThreads);
-  const int wg_row = wg * 64;                       // first tile row of this warpgroup
+// Without kDirectO: this warpgroup's rows of O, normalised, through sO (TMA stores for fixed lengths,
+// row copies clipped at the sequence's end for kVarlen).
+__device__ __forceinline__ void stage_rows(const FwdParams& p, const FwdSmem& sm, const Tile& t, const Seq& sq,
+                                           u32 wg_bar, int wg_row, int tid, const float (&o)[kHeadDim / 2],
+                                           const float (&inv)[2], bool has_keys) {
   const int rb = frag::row_base(tid);
   const int cb = frag::col_base(tid);
-
-  if (tid % 4 == 0 && p.lse != nullptr) {   // null: the caller keeps no LSE (an inference call)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = t.m_block * kBlockM + wg_row + rb + 8 * h;
-      if (row < sq.seqlen_q) {
-        // (B, Hq, Sq), or kVarlen through lse_offset
-        const i64 idx = kVarlen ? lse_offset(p, sq.q_start + row, t.head)
-                                : (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.seqlen_q + row;
-        p.lse[idx] = lse[h];
-      }
-    }
-  }
-
-  if constexpr (kDirectO) {
-    store_rows(p, t, sq, wg_row, tid, o, inv);
-    return;
-  }
   if constexpr (kVarlen) {
     if (!has_keys) {
       copy_out_rows(p, sm, t, sq, wg_row, tid, false);
@@ -231,7 +205,7 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
   if constexpr (kVarlen) {
     named_barrier::sync(wg_bar, kWarpgroupThreads);   // every thread's rows are in sO
     copy_out_rows(p, sm, t, sq, wg_row, tid, true);
-    // A persistent CTA's next epilogue writes sO only after the barrier at this function's start,
+    // A persistent CTA's next epilogue writes sO only after the barrier at fwd_epilogue's start,
     // so after every thread's reads here; with O in sQ, the producer's next Q waits for them too.
     if constexpr (kPersistent && !kSeparateO) {
       named_barrier::sync(wg_bar, kWarpgroupThreads);
@@ -257,6 +231,38 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& 
     }
     if (!kSeparateO && has_keys) mbar::arrive(sm.q_empty(0));
   }
+}
+
+__device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem& sm, const Tile& t, const Seq& sq,
+                                             int wg, int tid, const float (&o)[kHeadDim / 2], const float (&inv)[2],
+                                             const float (&lse)[2], bool has_keys) {
+  if constexpr (kSplit) {
+    if (p.num_splits > 1) {   // one tile per CTA: no buffer hand-off to keep (as for kVarlen in stage_rows)
+      write_partial(p, t, sq, wg, tid, o, inv, lse);
+      return;
+    }
+  }
+  const u32 wg_bar = static_cast<u32>(NamedBarrier::kEpilogueWg0) + wg;
+  if (kSeparateO && !kVarlen && tid == 0) tma::wait_group_read<0>();   // the previous tile's O has left sO
+  if constexpr (!kDirectO) named_barrier::sync(wg_bar, kWarpgroupThreads);
+  const int wg_row = wg * 64;                       // first tile row of this warpgroup
+  const int rb = frag::row_base(tid);
+
+  if (tid % 4 == 0 && p.lse != nullptr) {   // null: the caller keeps no LSE (an inference call)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = t.m_block * kBlockM + wg_row + rb + 8 * h;
+      if (row < sq.seqlen_q) {
+        // (B, Hq, Sq), or kVarlen through lse_offset
+        const i64 idx = kVarlen ? lse_offset(p, sq.q_start + row, t.head)
+                                : (static_cast<i64>(t.batch) * p.num_heads_q + t.head) * p.seqlen_q + row;
+        p.lse[idx] = lse[h];
+      }
+    }
+  }
+
+  if constexpr (kDirectO) store_rows(p, t, sq, wg_row, tid, o, inv);
+  else stage_rows(p, sm, t, sq, wg_bar, wg_row, tid, o, inv, has_keys);
 }
 
 // Before a consumer warpgroup's threads exit: shared memory must stay valid until the TMA engine has

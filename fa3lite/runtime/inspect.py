@@ -17,11 +17,10 @@ _REGS = re.compile(r"Used (\d+) registers")
 _SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 _STACK = re.compile(r"(\d+) bytes stack frame")
 _SMEM = re.compile(r"(\d+) bytes smem")
-_ADDRESS = r"^\s*/\*[0-9a-f]{4,}\*/\s+"   # '/*0d90*/  '
-_GUARD = r"(?:@!?U?P\w+\s+)?"           # '@!P0 '
+_ADDRESS = r"^\s*/\*([0-9a-f]{4,})\*/\s+"   # '/*0d90*/  '
+_GUARD = r"(@!?U?P\w+\s+)?"                 # '@!P0 '
 _OPCODE = re.compile(_ADDRESS + _GUARD + r"([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
-_INSTRUCTION = re.compile(_ADDRESS + _GUARD + r"([A-Z][^;]*);")
-_GUARDED_INSTRUCTION = re.compile(_ADDRESS + "(" + _GUARD + r"[A-Z][^;]*);")
+_LINE = re.compile(_ADDRESS + _GUARD + r"([A-Z][^;]*);")
 
 
 @functools.cache
@@ -56,11 +55,19 @@ def sass_text(cubin: bytes) -> str:
     return res.stdout
 
 
+def split_line(line: str) -> tuple[int, str, str] | None:
+    """(address, guard predicate or '', instruction) of one listing line: '/*0d90*/  @!P0 BRA 0x3520 ;'
+    gives (0xd90, '@!P0', 'BRA 0x3520'); None for a line holding no instruction (cuobjdump's and CuTe
+    DSL's listings alike)."""
+    m = _LINE.match(line)
+    return (int(m.group(1), 16), (m.group(2) or "").strip(), m.group(3).strip()) if m else None
+
+
 def instructions(sass: str, guards: bool = False) -> list[str]:
     """The instructions in address order, opcode and operands without the guard predicate
     (e.g. 'WARPGROUP.DEPBAR.LE gsb0, 0x1'), or with it where ``guards`` ('@!P0 BRA 0x3520')."""
-    pattern = _GUARDED_INSTRUCTION if guards else _INSTRUCTION
-    return [m.group(1).strip() for m in map(pattern.match, sass.splitlines()) if m]
+    rows = filter(None, map(split_line, sass.splitlines()))
+    return [f"{guard} {text}" if guards and guard else text for _, guard, text in rows]
 
 
 def overlap_window(ops: list[str]) -> list[str]:
@@ -151,7 +158,7 @@ def opcode_counts(sass: str) -> dict[str, int]:
     for line in sass.splitlines():
         m = _OPCODE.match(line)
         if m:
-            full = m.group(1)
+            full = m.group(3)
             counts[full] += 1
             base = full.split(".")[0]
             if base != full:
