@@ -7,8 +7,9 @@ import pytest
 
 from fa3lite.runtime.compile import CompileError, KernelSpec, compile_spec
 from fa3lite.runtime import cache
-from fa3lite.runtime.inspect import (instructions, kernel_info, longest_chain, mask_run_compares, mask_select_runs,
-                                     opcode_counts, overlap_window, sass_text, spec_info)
+from fa3lite.runtime.inspect import (instructions, kernel_info, log_warnings, longest_chain, mask_run_compares,
+                                     mask_select_runs, opcode_counts, overlap_window, sass_text, spec_info,
+                                     split_line)
 from fa3lite.hopper.combine import all_combine_variants
 from fa3lite.variants import (FWD_PARAMS, FWD_TILES, SOFTCAP_MAX_BLOCK_N, SOFTCAP_TILES, FwdTile, FwdVariant,
                               all_fwd_variants, fwd_tile, split_tile, varlen_tile)
@@ -31,6 +32,7 @@ def test_fwd_variant_resources_and_sass(variant):
     sass = info["sass"]
     assert info["spill_bytes"] == 0, info["ptxas_log"]
     assert info["stack_bytes"] == 0, info["ptxas_log"]
+    assert not info["warnings"], info["warnings"]   # NVRTC / ptxas warnings are defects here too
     assert info["smem_bytes"] <= 227 * 1024
     assert sass.get("HGMMA", 0) >= variant.kernel_dim // 16 + variant.block_n // 16
     assert sass.get("UTMALDG", 0) >= 3          # Q, K, V
@@ -78,6 +80,17 @@ def test_fwd_variant_resources_and_sass(variant):
     assert chain <= variant.block_n // 16 + 6, chain
 
 
+def test_listing_lines_and_log_warnings_parse():
+    assert split_line("        /*0d90*/                   @!P0 BRA 0x3520 ;") == (0xD90, "@!P0", "BRA 0x3520")
+    assert split_line("  /*0da0*/  FADD R1, R2, R3 ;   /* 0x0000000302017221 */") == (0xDA0, "", "FADD R1, R2, R3")
+    assert split_line(".L_x_3:") is None and split_line("  /* 0x000fe20000000f00 */") is None
+    log = ('/src/fwd_epilogue.cuh(226): warning #128-D: loop is not reachable\n'
+           'Remark: The warnings can be suppressed with "-diag-suppress <warning-number>"\n'
+           'ptxas warning : Value of threads per SM for entry k is out of range\n'
+           'ptxas info    : Used 168 registers, 0 bytes spill stores, 0 bytes spill loads\n')
+    assert log_warnings(log) == log.splitlines()[::2]
+
+
 def test_longest_chain_follows_registers_within_a_run():
     serial = ["FMNMX R2, R1, R10, !PT", "FMNMX R3, R2, R11, !PT", "FMNMX R4, R3, R12, !PT"]
     tree = ["FMNMX R2, R1, R10, !PT", "FMNMX R3, R5, R11, !PT", "FMNMX R4, R2, R3, !PT"]
@@ -105,6 +118,7 @@ def test_combine_variant_resources_and_sass(variant):
     info = spec_info(variant.spec(), 0)
     sass = info["sass"]
     assert info["spill_bytes"] == 0 and info["stack_bytes"] == 0, info["ptxas_log"]
+    assert not info["warnings"], info["warnings"]   # NVRTC / ptxas warnings are defects here too
     assert "LDL" not in sass and "STL" not in sass, "local memory in the SASS"
     assert sass.get("MUFU.EX2", 0) >= 2 and sass.get("MUFU.LG2", 0) >= 1, sorted(sass)   # weights, the merged LSE
     # a dependent launch: waits for the split kernel (griddepcontrol.wait) before its partial results,
@@ -120,6 +134,7 @@ def test_append_kernel_resources_and_sass():
     info = spec_info(append_spec(), 0)
     sass = info["sass"]
     assert info["spill_bytes"] == 0 and info["stack_bytes"] == 0, info["ptxas_log"]
+    assert not info["warnings"], info["warnings"]   # NVRTC / ptxas warnings are defects here too
     assert "LDL" not in sass and "STL" not in sass, "local memory in the SASS"
     assert sass.get("LDG.E.128", 0) >= 2 and sass.get("STG.E.128", 0) >= 2, sorted(sass)   # K's and V's rows
 

@@ -13,8 +13,10 @@
 #   bench     bench/: python -m fa3lite.bench BENCH_ARGS
 #   ncu       ncu_metrics.txt and <case>.csv.gz per NCU_CASES entry ("mode d S causal impl", entries
 #             separated by ';'): the case's main kernel only (NCU_KERNELS, an ncu -k filter; default
-#             ours and FA4's forward or backward kernel as the mode says), metrics, then warp-stall samples per SASS instruction (the source
-#             page as CSV; benchmarks/nvidia-h100-x1-2026-11-26/session28/ncu_round2/stalls.py reads it)
+#             ours and FA4's forward or backward kernel as the mode says), metrics (NCU_EXTRA_METRICS adds
+#             some, e.g. breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed), then warp-stall
+#             samples per SASS instruction (the source page as CSV, read by tools/ncu_stalls.py; NCU_SOURCE=0
+#             skips them)
 #   final     final.tgz (final/bf16 and final/fp16: one file, as the device tool brings back at most
 #             eight): the session's final grid with FA4 (after peers_b): bf16 forward and backward with
 #             the deterministic rows, feature rows and host table, 5 rotated rounds; then the fp16
@@ -78,6 +80,7 @@ for step in $steps; do
       metrics=sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum
       metrics=$metrics,sm__cycles_elapsed.avg.per_second,gpu__time_duration.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed
       metrics=$metrics,smsp__issue_active.avg.pct_of_peak_sustained_elapsed,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active
+      metrics=$metrics${NCU_EXTRA_METRICS:+,$NCU_EXTRA_METRICS}
       IFS=';' read -ra cases <<< "${NCU_CASES:-bwd 64 4096 0 fa3lite}"
       for c in "${cases[@]}"; do
         set -- $c
@@ -88,12 +91,14 @@ for step in $steps; do
         timeout 120 ncu --clock-control none --profile-from-start off -k "$kernels" \
           --metrics "$metrics" \
           python3 tools/ncu_probe.py $c >> "$OUT/ncu_metrics.txt" 2>&1
-        timeout 200 ncu --clock-control none --profile-from-start off -k "$kernels" \
-          --launch-count 1 \
-          --section SourceCounters --section WarpStateStats --import-source no -f -o "/tmp/$tag" \
-          python3 tools/ncu_probe.py $c > "$OUT/$tag.log" 2>&1
-        timeout 100 ncu -i "/tmp/$tag.ncu-rep" --page source --csv --print-source sass 2>> "$OUT/$tag.log" \
-          | gzip -c > "$OUT/$tag.csv.gz"
+        if [ "${NCU_SOURCE:-1}" = 1 ]; then   # 0: the metrics only, no per-instruction samples
+          timeout 200 ncu --clock-control none --profile-from-start off -k "$kernels" \
+            --launch-count 1 \
+            --section SourceCounters --section WarpStateStats --import-source no -f -o "/tmp/$tag" \
+            python3 tools/ncu_probe.py $c > "$OUT/$tag.log" 2>&1
+          timeout 100 ncu -i "/tmp/$tag.ncu-rep" --page source --csv --print-source sass 2>> "$OUT/$tag.log" \
+            | gzip -c > "$OUT/$tag.csv.gz"
+        fi
         echo "== ncu $c: $(grep -E 'duration|hmma' "$OUT/ncu_metrics.txt" | tail -n 2 | tr -s ' ' | tr '\n' ' ')"
       done
       # every case's kernels and metrics, in the call's output

@@ -207,9 +207,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem& 
                               kConsumerThreads);
       }
       // dQ tile to smem for the writer warp of its buffer (bwd_dq.cuh); the buffers alternate, and each
-      // warpgroup hands its part over on barriers of its own.
+      // warpgroup hands its part over on barriers of its own. (kDqBuffers is 1 or 2 here; a D = 256
+      // kernel compiles this consumer with none, never calling it.)
       const int w = h * (t.m_end - visit_first(t)) + v - visit_first(t);
-      const int dq_buf = w % kDqBuffers;
+      const int dq_buf = kDqBuffers == 2 ? w % 2 : 0;
       if (wg == 0) {
         hand_dq_tile<0>(sm, dq_buf, tid, dq);
       } else {

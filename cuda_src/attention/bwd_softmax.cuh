@@ -57,16 +57,16 @@ __device__ __forceinline__ void hide_invisible(float (&st)[N / 2], const SeqMask
   if constexpr (!kIsCausal) {   // only key rows past the end: one predicate per row
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) st[i] = key_row0 + 8 * frag::half(i) >= mk.seqlen_k ? math::neg_inf() : st[i];
-    return;
-  }
-  int lo[2], hi[2];
+  } else {
+    int lo[2], hi[2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int key = key_row0 + 8 * h;
-    lo[h] = key - mk.causal_offset - first_query;
-    hi[h] = key < mk.seqlen_k ? key - mk.local_offset - first_query : -1;
+    for (int h = 0; h < 2; ++h) {
+      const int key = key_row0 + 8 * h;
+      lo[h] = key - mk.causal_offset - first_query;
+      hi[h] = key < mk.seqlen_k ? key - mk.local_offset - first_query : -1;
+    }
+    frag::hide_outside<N>(st, lo, hi);
   }
-  frag::hide_outside<N>(st, lo, hi);
 }
 
 // The exp2s of the accumulators of k16 step kk (8kk..8kk+7: the 16 query columns of one A fragment).

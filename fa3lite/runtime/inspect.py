@@ -17,6 +17,7 @@ _REGS = re.compile(r"Used (\d+) registers")
 _SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 _STACK = re.compile(r"(\d+) bytes stack frame")
 _SMEM = re.compile(r"(\d+) bytes smem")
+_WARNING = re.compile(r"\bwarning\s*[#:]")   # NVRTC's 'x.cuh(226): warning #128-D: ...', ptxas' 'ptxas warning : ...'
 _ADDRESS = r"^\s*/\*([0-9a-f]{4,})\*/\s+"   # '/*0d90*/  '
 _GUARD = r"(@!?U?P\w+\s+)?"                 # '@!P0 '
 _OPCODE = re.compile(_ADDRESS + _GUARD + r"([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
@@ -166,6 +167,11 @@ def opcode_counts(sass: str) -> dict[str, int]:
     return dict(counts)
 
 
+def log_warnings(log: str) -> list[str]:
+    """The warning lines of an NVRTC / ptxas log (not its closing remark on how to suppress them)."""
+    return [line for line in log.splitlines() if _WARNING.search(line)]
+
+
 def spec_info(spec: KernelSpec, dynamic_smem: int) -> dict:
     """ptxas figures and SASS opcode counts of one compiled spec."""
     compiled = cache.get(spec)
@@ -181,6 +187,7 @@ def spec_info(spec: KernelSpec, dynamic_smem: int) -> dict:
         "smem_bytes": dynamic_smem + (int(static_smem.group(1)) if static_smem else 0),
         "sass": opcode_counts(sass_text(compiled.cubin)),
         "ptxas_log": log,
+        "warnings": log_warnings(log),
         "cubin_bytes": len(compiled.cubin),
     }
 
