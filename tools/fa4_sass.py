@@ -23,7 +23,7 @@ import sys
 import tempfile
 import types
 
-from fa3lite.runtime.inspect import split_line
+from fa3lite.runtime.inspect import sass_text, split_line
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SITE = ROOT / ".peers" / "cpu_site"
@@ -135,7 +135,6 @@ def _child(mode: str, d: int, causal: bool) -> None:
 
 def ours_sass(mode: str, d: int, causal: bool) -> str:
     from fa3lite.runtime.compile import compile_spec
-    from fa3lite.runtime.inspect import sass_text
     from fa3lite.variants import FwdVariant, fwd_tile
 
     if mode == "fwd":

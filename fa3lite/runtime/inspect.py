@@ -20,7 +20,6 @@ _SMEM = re.compile(r"(\d+) bytes smem")
 _WARNING = re.compile(r"\bwarning\s*[#:]")   # NVRTC's 'x.cuh(226): warning #128-D: ...', ptxas' 'ptxas warning : ...'
 _ADDRESS = r"^\s*/\*([0-9a-f]{4,})\*/\s+"   # '/*0d90*/  '
 _GUARD = r"(@!?U?P\w+\s+)?"                 # '@!P0 '
-_OPCODE = re.compile(_ADDRESS + _GUARD + r"([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
 _LINE = re.compile(_ADDRESS + _GUARD + r"([A-Z][^;]*);")
 
 
@@ -156,14 +155,11 @@ def longest_chain(ops: list[str], opcode: str) -> int:
 def opcode_counts(sass: str) -> dict[str, int]:
     """Opcode (with modifiers, e.g. 'HGMMA.64x128x16.F32.BF16') -> count; also the bare opcode."""
     counts: collections.Counter[str] = collections.Counter()
-    for line in sass.splitlines():
-        m = _OPCODE.match(line)
-        if m:
-            full = m.group(3)
-            counts[full] += 1
-            base = full.split(".")[0]
-            if base != full:
-                counts[base] += 1
+    for full in (text.split()[0] for text in instructions(sass)):
+        counts[full] += 1
+        base = full.split(".")[0]
+        if base != full:
+            counts[base] += 1
     return dict(counts)
 
 
